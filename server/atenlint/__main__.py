@@ -1,0 +1,3 @@
+from atenlint.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,235 @@
+"""What one aten call really reaches at the backend, derived by running it on meta tensors.
+
+The scripted graph holds ops before CompositeImplicitAutograd decomposition
+(`aten::linalg_svdvals`), while a backend sees what they decompose into
+(`aten::_linalg_svd`), and CompositeExplicitAutograd kernels call further ops
+that a backend may lack (`aten::logspace` -> `aten::logspace.out`). Running the op
+on meta tensors under a dispatch mode shows both, for the call's own constant
+arguments (`adaptive_avg_pool3d(x, 1)` is a `mean`, `(2, 2, 2)` is not).
+
+The result is a target-independent call tree: each node is an overload name and,
+for composite kernels we could expand, the overloads they call. Targets walk it
+and stop at the first node they have a kernel for.
+
+Runs inside the worker: standard library and torch only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Optional
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+_CEA = torch._C.DispatchKey.CompositeExplicitAutograd
+_CEANF = torch._C.DispatchKey.CompositeExplicitAutogradNonFunctional
+_MAX_EXPANSION_DEPTH = 8
+
+# A tree node: {"op": "aten::name.overload", "calls": [nodes] | None}.
+# "calls" is None when the op was not expanded (a backend kernel, or a composite
+# whose expansion failed on meta, e.g. one that picks a kernel by device).
+Node = dict
+
+
+def canonical_name(op: Any) -> str:
+    """`aten::name` or `aten::name.overload`, the spelling torch's own warnings use."""
+    schema = op._schema
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+
+
+def resolve_overload(qualified: str, overload: str) -> Optional[Any]:
+    """The dispatcher overload, or None for TorchScript-only builtins (`aten::sub.int`)."""
+    namespace, _, name = qualified.partition("::")
+    try:
+        torch._C._dispatch_find_schema_or_throw(qualified, overload)
+    except RuntimeError:
+        return None
+    try:
+        packet = getattr(getattr(torch.ops, namespace), name)
+        return getattr(packet, overload or "default")
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def is_composite_implicit(op: Any) -> bool:
+    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
+
+
+class _CallTreeRecorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.roots: list[Node] = []
+        self._open: list[list[Node]] = [self.roots]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        node: Node = {"op": canonical_name(func), "calls": None}
+        self._open[-1].append(node)
+        key = _expandable_key(func)
+        if key is not None and len(self._open) <= _MAX_EXPANSION_DEPTH:
+            calls: list[Node] = []
+            self._open.append(calls)
+            try:
+                with self:
+                    result = func._op_dk(key, *args, **kwargs)
+            except Exception:  # noqa: BLE001 - a composite that cannot run on meta stays a leaf
+                pass
+            else:
+                node["calls"] = calls
+                return result
+            finally:
+                self._open.pop()
+        return func(*args, **kwargs)
+
+
+def _expandable_key(func: Any):
+    # Calling _op_dk for a key without a kernel aborts the process, so ask first.
+    for key in (_CEA, _CEANF):
+        if func.has_kernel_for_dispatch_key(key):
+            return key
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Synthesising arguments for a call whose tensor shapes are unknown.
+
+_INDEX_NAMES = ("index", "indices", "indice", "target", "targets", "offsets", "lengths",
+                "input_lengths", "target_lengths", "per_sample_weights_idx", "idx")
+_MASK_NAMES = ("mask",)
+_RANKS = (4, 2, 3, 5, 1)
+_SIDE = 4
+
+
+class _Unknown:
+    """Marks an argument whose value the call site does not fix."""
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+
+UNKNOWN = _Unknown()
+
+
+def _tensor_dtype(name: str) -> torch.dtype:
+    lowered = name.lower()
+    if any(lowered == n or lowered.endswith("_" + n) for n in _INDEX_NAMES):
+        return torch.long
+    if any(n in lowered for n in _MASK_NAMES):
+        return torch.bool
+    return torch.float32
+
+
+def _synthesise(arg: Any, rank: int, optional_tensor_as_none: bool) -> Any:
+    """A plausible value for an argument the call site leaves open."""
+    type_text = str(arg.type)
+    optional = type_text.startswith("Optional[")
+    inner = type_text[len("Optional["):-1] if optional else type_text
+    name = arg.name
+    if inner == "Tensor":
+        if optional and optional_tensor_as_none:
+            return None
+        return torch.empty((_SIDE,) * rank, device="meta", dtype=_tensor_dtype(name))
+    if inner in ("List[Tensor]", "List[Optional[Tensor]]"):
+        return [torch.empty((_SIDE,) * rank, device="meta", dtype=_tensor_dtype(name)) for _ in range(2)]
+    if optional:
+        return None
+    if inner in ("int", "SymInt"):
+        return -1 if "dim" in name else 1
+    if inner.startswith(("List[int]", "List[SymInt]")):
+        if name in ("size", "shape") or "dim" in name:
+            return [-1]
+        return [2] * (getattr(arg, "N", None) or 2)
+    if inner == "float":
+        return 0.5
+    if inner.startswith("List[float]"):
+        return [2.0, 2.0]
+    if inner == "bool":
+        return False
+    if inner in ("number", "Scalar"):
+        return 1.0
+    raise LookupError(f"cannot synthesise {type_text} {name}")
+
+
+def _is_tensor_like(arg: Any) -> bool:
+    return "Tensor" in str(arg.type)
+
+
+def _rank_plans(tensor_count: int):
+    """Rank per open tensor argument, most plausible first: all alike, then a
+    main input with 1-D parameters (norms, biases), then two free ranks."""
+    seen = set()
+    plans = [(r,) * tensor_count for r in _RANKS]
+    plans += [(r,) + (1,) * (tensor_count - 1) for r in _RANKS]
+    if tensor_count >= 2:
+        plans += [(r, s) + (1,) * (tensor_count - 2) for r in _RANKS for s in _RANKS]
+    for plan in plans:
+        if plan not in seen:
+            seen.add(plan)
+            yield plan
+
+
+def _candidate_calls(op: Any, known: dict[str, Any]):
+    arguments = op._schema.arguments
+    open_tensors = [a.name for a in arguments
+                    if _is_tensor_like(a) and known.get(a.name, UNKNOWN) is UNKNOWN
+                    and not (a.has_default_value() and a.name not in known)]
+    for plan in _rank_plans(max(len(open_tensors), 1)):
+        rank_of = dict(zip(open_tensors, plan))
+        for none_optional in (False, True):
+            args: list[Any] = []
+            kwargs: dict[str, Any] = {}
+            try:
+                for arg in arguments:
+                    if _is_device(arg):
+                        # Factories must never allocate: pin every device argument to meta.
+                        value = torch.device("meta")
+                    elif arg.name in known and known[arg.name] is not UNKNOWN:
+                        value = _materialise(known[arg.name])
+                    elif arg.has_default_value() and arg.name not in known:
+                        continue
+                    else:
+                        value = _synthesise(arg, rank_of.get(arg.name, plan[0]), none_optional)
+                    if arg.kwarg_only:
+                        kwargs[arg.name] = value
+                    else:
+                        args.append(value)
+            except LookupError:
+                return
+            yield args, kwargs
+        if not open_tensors:
+            return  # nothing shape-dependent to vary
+
+
+def _is_device(arg: Any) -> bool:
+    return str(arg.type) in ("Device", "Optional[Device]")
+
+
+def _materialise(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    return value
+
+
+def call_tree(op: Any, known: dict[str, Any]) -> Node:
+    """The call tree of `op` with the given constant arguments (by name).
+
+    Arguments absent from `known` take their schema defaults; `UNKNOWN` ones are
+    synthesised. When no synthesised call succeeds, the op is returned as an
+    unexpanded leaf marked `"undecomposed": True` so targets can judge it alone.
+    """
+    name = canonical_name(op)
+    implicit = is_composite_implicit(op)
+    for args, kwargs in _candidate_calls(op, known):
+        recorder = _CallTreeRecorder()
+        try:
+            with torch.no_grad(), recorder:
+                op(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - try the next shape guess
+            continue
+        if implicit:
+            return {"op": name, "calls": recorder.roots}
+        if len(recorder.roots) == 1 and recorder.roots[0]["op"] == name:
+            return recorder.roots[0]
+        return {"op": name, "calls": recorder.roots}
+    return {"op": name, "calls": None, "undecomposed": True}

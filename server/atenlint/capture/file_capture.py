@@ -1,0 +1,122 @@
+"""One file, captured: import it, build each nn.Module class on meta, script it, list its ops.
+
+The result is plain JSON-able data (the worker's answer); everything about targets,
+ranges and messages happens in the parent. Runs inside the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from .decompose import UNKNOWN
+from .loader import BuildFailure, build, import_file, module_classes, user_import_context
+from .script import ScriptFailure, decomposed, script, script_ops
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    paths = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
+    paths.add(os.path.dirname(torch.__file__))
+    return tuple(sorted(os.path.abspath(p) + os.sep for p in paths if p))
+
+
+LIBRARY_PREFIXES = _library_prefixes()
+
+
+def is_library_file(path: str) -> bool:
+    return os.path.abspath(path).startswith(LIBRARY_PREFIXES) or path.startswith("<")
+
+
+def capture_file(request: dict) -> dict:
+    """Answer an `analyse` request: {path, module, roots, overlays, classes: {qualname: {init}}}."""
+    started = time.perf_counter()
+    path = request["path"]
+    answer: dict[str, Any] = {"path": path, "module": request["module"], "classes": []}
+    with user_import_context(request.get("roots", []), request.get("overlays", {})):
+        try:
+            module = import_file(request["module"], path)
+        except BaseException as error:  # noqa: BLE001 - SystemExit and friends at import are findings too
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            answer["import_error"] = _import_error(error, path)
+            answer["seconds"] = time.perf_counter() - started
+            return answer
+        config = request.get("classes", {})
+        candidates = list(config) + list(request.get("candidates", []))
+        for qualname, cls in module_classes(module, candidates):
+            answer["classes"].append(capture_class(qualname, cls, module, config.get(qualname, {})))
+    answer["seconds"] = time.perf_counter() - started
+    return answer
+
+
+def _import_error(error: BaseException, path: str) -> dict:
+    frames = traceback.extract_tb(error.__traceback__)
+    in_file = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)]
+    line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
+    if line is None and in_file:
+        line = in_file[-1].lineno
+    return {"type": type(error).__name__, "message": str(error) or type(error).__name__,
+            "line": line, "trace": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
+
+
+def capture_class(qualname: str, cls: type, module: Any, config: dict) -> dict:
+    result: dict[str, Any] = {"qualname": qualname, "name": cls.__name__,
+                              "module": f"{module.__name__}.{qualname}", "status": "ok", "ops": []}
+    started = time.perf_counter()
+    try:
+        instance = build(cls, module, config.get("init"))
+    except BuildFailure as failure:
+        result.update(status="build_failed", build_error=failure.as_json())
+        return result
+    try:
+        scripted = script(instance)
+    except ScriptFailure as failure:
+        result.update(status="script_failed", script_error=failure.as_json())
+        return result
+    calls, unresolved = script_ops(scripted)
+    result["unresolved_calls"] = unresolved
+    merged: dict[tuple, dict] = {}
+    for call in calls:
+        args = _json_args(call.known)
+        key = (call.op, call.sites, repr(args))
+        entry = merged.get(key)
+        if entry is None:
+            entry = merged[key] = {
+                "op": call.op,
+                "args": args,
+                "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in call.sites],
+                "phases": [],
+                "tree": decomposed(call.op, call.known),
+            }
+        phase = "train" if call.training else "eval"
+        if phase not in entry["phases"]:
+            entry["phases"].append(phase)
+    result["ops"] = list(merged.values())
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _json_args(known: dict[str, Any]) -> dict[str, Any]:
+    """The constant arguments of a call, where JSON can hold them (for fix conditions)."""
+    out = {}
+    for name, value in known.items():
+        if value is UNKNOWN:
+            continue
+        if _jsonable(value):
+            out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _jsonable(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return not (isinstance(value, float) and value != value)
+    if isinstance(value, (list, tuple)):
+        return all(_jsonable(v) for v in value)
+    return False

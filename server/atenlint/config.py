@@ -1,0 +1,213 @@
+"""Settings: `[tool.atenlint]` in the nearest pyproject.toml (or --config FILE), command-line
+and editor overrides, folded into one immutable value per project."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+KNOWN_TARGETS = ("mps",)
+SEVERITY_NAMES = ("error", "warning", "information", "hint", "off")
+
+
+class ConfigError(Exception):
+    """A setting the user wrote cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class ModuleConfig:
+    init: Optional[str] = None  # expression returning an instance
+    inputs: Optional[str] = None  # expression returning forward()'s argument(s)
+    skip: bool = False
+    source: str = ""  # where it came from, for messages
+
+
+@dataclass(frozen=True)
+class Settings:
+    targets: tuple[str, ...] = ("mps",)
+    timeout: float = 60.0
+    mps_fallback: bool = True
+    workers: int = 0  # 0: automatic
+    max_file_bytes: int = 5 * 1024 * 1024
+    exclude: tuple[str, ...] = ()
+    modules: dict = field(default_factory=dict, hash=False)  # "pkg.mod.Class" -> ModuleConfig
+    ignore: dict = field(default_factory=dict, hash=False)  # target or "*" -> frozenset of ops/codes
+    severity: dict = field(default_factory=dict, hash=False)  # target -> severity name or "off"
+    config_path: Optional[str] = None
+    project_root: Optional[str] = None
+
+    def with_overrides(self, **overrides: Any) -> "Settings":
+        present = {k: v for k, v in overrides.items() if v is not None}
+        return dataclasses.replace(self, **present) if present else self
+
+    def fingerprint(self) -> str:
+        """Everything that changes results, as text (part of cache keys)."""
+        return repr((self.targets, self.mps_fallback, sorted((k, repr(v)) for k, v in self.modules.items()),
+                     sorted((k, sorted(v)) for k, v in self.ignore.items()), sorted(self.severity.items())))
+
+
+def _require(condition: bool, where: str, message: str) -> None:
+    if not condition:
+        raise ConfigError(f"{where}: {message}")
+
+
+def parse_targets(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    _require(isinstance(value, list) and value and all(isinstance(v, str) for v in value), where,
+             "targets must be a non-empty list of target names")
+    unknown = [v for v in value if v not in KNOWN_TARGETS]
+    _require(not unknown, where, f"unknown target {', '.join(map(repr, unknown))}; "
+                                 f"known targets: {', '.join(KNOWN_TARGETS)}")
+    return tuple(dict.fromkeys(value))
+
+
+def settings_from_table(table: dict, where: str, base: Settings = Settings()) -> Settings:
+    """Settings from a `[tool.atenlint]` table (keys in kebab-case, as TOML users write them)."""
+    known = {"targets", "timeout", "mps-fallback", "workers", "max-file-size", "exclude", "modules",
+             "ignore", "severity"}
+    unknown = sorted(set(table) - known)
+    _require(not unknown, where, f"unknown key {', '.join(map(repr, unknown))}; known keys: {', '.join(sorted(known))}")
+    values: dict[str, Any] = {}
+    if "targets" in table:
+        values["targets"] = parse_targets(table["targets"], f"{where} targets")
+    if "timeout" in table:
+        _require(isinstance(table["timeout"], (int, float)) and table["timeout"] > 0, where,
+                 "timeout must be a positive number of seconds")
+        values["timeout"] = float(table["timeout"])
+    if "mps-fallback" in table:
+        _require(isinstance(table["mps-fallback"], bool), where, "mps-fallback must be true or false")
+        values["mps_fallback"] = table["mps-fallback"]
+    if "workers" in table:
+        _require(isinstance(table["workers"], int) and table["workers"] >= 0, where, "workers must be a whole number")
+        values["workers"] = table["workers"]
+    if "max-file-size" in table:
+        _require(isinstance(table["max-file-size"], int) and table["max-file-size"] > 0, where,
+                 "max-file-size must be a number of bytes")
+        values["max_file_bytes"] = table["max-file-size"]
+    if "exclude" in table:
+        _require(isinstance(table["exclude"], list), where, "exclude must be a list of glob patterns")
+        values["exclude"] = tuple(table["exclude"])
+    if "modules" in table:
+        values["modules"] = _parse_modules(table["modules"], where)
+    if "ignore" in table:
+        ignore = table["ignore"]
+        _require(isinstance(ignore, dict), where, 'ignore must be a table like {mps = ["aten::take"]}')
+        values["ignore"] = {str(k): frozenset(v) for k, v in ignore.items()}
+    if "severity" in table:
+        severity = table["severity"]
+        _require(isinstance(severity, dict) and all(v in SEVERITY_NAMES for v in severity.values()), where,
+                 f"severity must map targets to one of {', '.join(SEVERITY_NAMES)}")
+        values["severity"] = dict(severity)
+    return dataclasses.replace(base, **values)
+
+
+def _parse_modules(modules: Any, where: str) -> dict:
+    _require(isinstance(modules, dict), where, 'modules must be a table of "pkg.mod.Class" = {init = "..."}')
+    out = {}
+    for name, entry in modules.items():
+        place = f'{where} modules."{name}"'
+        _require(isinstance(entry, dict), place, 'expected a table like {init = "Class(dim=64)"}')
+        extra = set(entry) - {"init", "inputs", "skip"}
+        _require(not extra, place, f"unknown key {', '.join(sorted(extra))}; known keys: init, inputs, skip")
+        for key in ("init", "inputs"):
+            if key in entry:
+                _require(isinstance(entry[key], str), place, f"{key} must be a Python expression in a string")
+                _check_expression(entry[key], f"{place} {key}")
+        out[name] = ModuleConfig(init=entry.get("init"), inputs=entry.get("inputs"),
+                                 skip=bool(entry.get("skip", False)), source=place)
+    return out
+
+
+def _check_expression(text: str, where: str) -> None:
+    import ast
+
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError as error:
+        raise ConfigError(f"{where}: not a Python expression ({error.msg}): {text!r}") from None
+
+
+def read_pyproject(path: str) -> Optional[dict]:
+    """The `[tool.atenlint]` table of a pyproject.toml, or None when it has none."""
+    with open(path, "rb") as handle:
+        try:
+            data = tomllib.load(handle)
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    return data.get("tool", {}).get("atenlint")
+
+
+def read_config_file(path: str) -> dict:
+    """--config FILE: a pyproject.toml with [tool.atenlint], or a bare atenlint TOML file."""
+    table = read_pyproject(path)
+    if table is not None:
+        return table
+    with open(path, "rb") as handle:
+        data = tomllib.load(handle)
+    return data.get("atenlint", data if "tool" not in data else {})
+
+
+class SettingsResolver:
+    """Finds the settings for any file: the nearest pyproject.toml above it that has a
+    [tool.atenlint] table, unless a config file was given; overrides (command line,
+    editor) on top. Cached per directory."""
+
+    def __init__(self, config_file: Optional[str] = None, overrides: Optional[dict] = None):
+        self.overrides = overrides or {}
+        self._by_dir: dict[str, Settings] = {}
+        self._by_config: dict[str, Settings] = {}
+        self.config_file = os.path.abspath(config_file) if config_file else None
+        if self.config_file is not None:
+            self._by_config[self.config_file] = settings_from_table(
+                read_config_file(self.config_file), self.config_file).with_overrides(config_path=self.config_file)
+
+    def for_file(self, path: str) -> Settings:
+        return self.for_directory(os.path.dirname(os.path.abspath(path)))
+
+    def for_directory(self, directory: str) -> Settings:
+        cached = self._by_dir.get(directory)
+        if cached is not None:
+            return cached
+        config_path = self.config_file or next(
+            (found for d in _walk_up(directory) if (found := _atenlint_pyproject(d))), None)
+        if config_path is None:
+            base = Settings()
+        elif config_path in self._by_config:
+            base = self._by_config[config_path]
+        else:
+            base = settings_from_table(read_pyproject(config_path) or {}, config_path).with_overrides(
+                config_path=config_path)
+            self._by_config[config_path] = base
+        root = next((d for d in _walk_up(directory) if _is_project_root(d)), None)
+        settings = base.with_overrides(project_root=root, **self.overrides)
+        self._by_dir[directory] = settings
+        return settings
+
+
+def _walk_up(directory: str):
+    while True:
+        yield directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return
+        directory = parent
+
+
+def _atenlint_pyproject(directory: str) -> Optional[str]:
+    candidate = os.path.join(directory, "pyproject.toml")
+    if os.path.isfile(candidate) and read_pyproject(candidate) is not None:
+        return candidate
+    return None
+
+
+def _is_project_root(directory: str) -> bool:
+    return any(os.path.exists(os.path.join(directory, marker)) for marker in ("pyproject.toml", "setup.py", ".git"))

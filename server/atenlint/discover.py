@@ -1,0 +1,237 @@
+"""Files -> the nn.Module candidates they define and the import names they really have.
+
+Pure standard library (no torch, no user code): which files to look at, which classes
+might be modules, the `# atenlint:` comments next to them, and where on sys.path a file
+must be imported from so that its package-relative and sibling imports work.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import io
+import os
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from .sourcetext import Position, Range, SourceText
+
+SKIPPED_DIRS = {".git", ".hg", ".svn", "node_modules", "build", "dist", "__pycache__", ".tox", ".nox",
+                ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages", ".ipynb_checkpoints"}
+_DIRECTIVE_RE = re.compile(r"#\s*atenlint:\s*(?P<body>.*)$")
+_IGNORE_RE = re.compile(r"^ignore(?:\[(?P<items>[^\]]*)\])?\s*$")
+# Bases that are certainly not nn.Module; anything else might be (through imports).
+_NON_MODULE_BASES = {"object", "Exception", "BaseException", "ValueError", "RuntimeError", "TypeError",
+                     "KeyError", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "NamedTuple", "TypedDict",
+                     "Protocol", "ABC", "Generic", "dict", "list", "tuple", "set", "str", "int", "float",
+                     "enum.Enum", "abc.ABC", "typing.NamedTuple", "typing.Protocol", "typing.Generic"}
+
+
+def is_virtualenv(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "pyvenv.cfg")) or os.path.isfile(
+        os.path.join(directory, "conda-meta", "history"))
+
+
+def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = ()) -> tuple[list[str], list[tuple[str, str]]]:
+    """Expand files and folders into Python files (sorted, no duplicates); also the
+    paths that do not exist, with why."""
+    files: list[str] = []
+    errors: list[tuple[str, str]] = []
+    patterns = tuple(exclude)
+    for path in paths:
+        if os.path.isfile(path):
+            files.append(path)
+        elif os.path.isdir(path):
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
+                                 and not is_virtualenv(os.path.join(root, d))
+                                 and not _excluded(os.path.join(root, d), patterns))
+                files.extend(os.path.join(root, n) for n in sorted(names)
+                             if n.endswith(".py") and not _excluded(os.path.join(root, n), patterns))
+        else:
+            errors.append((path, "no such file or directory"))
+    seen: set[str] = set()
+    unique = []
+    for file in files:
+        key = os.path.abspath(file)
+        if key not in seen:
+            seen.add(key)
+            unique.append(file)
+    return unique, errors
+
+
+def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
+    normalized = path.replace(os.sep, "/")
+    return any(fnmatch.fnmatch(normalized, p) or fnmatch.fnmatch(os.path.basename(path), p) for p in patterns)
+
+
+def import_location(path: str, project_root: Optional[str] = None) -> tuple[str, list[str]]:
+    """The dotted name `path` is imported as, and the sys.path roots it needs.
+
+    Walks up through folders with an __init__.py (so `src/pkg/mod.py` is `pkg.mod` with
+    root `src/`); the folder itself (for sibling imports) and the project root and its
+    src/ (for absolute imports of the project's own packages) come after.
+    """
+    path = os.path.abspath(path)
+    directory, filename = os.path.split(path)
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    parts = [] if stem == "__init__" else [stem]
+    root = directory
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        parts.insert(0, os.path.basename(root))
+        root = os.path.dirname(root)
+    roots = [root]
+    if project_root:
+        for extra in (project_root, os.path.join(project_root, "src")):
+            if os.path.isdir(extra) and extra not in roots:
+                roots.append(os.path.abspath(extra))
+    return ".".join(parts), roots
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    name: str
+    line: int  # 0-based line of the `class` keyword
+    name_range: Range
+    bases: list[str]
+    directives: dict = field(default_factory=dict)  # init / inputs / skip from `# atenlint:` comments
+    directive_errors: list = field(default_factory=list)  # (line0, message)
+
+    def might_be_module(self) -> bool:
+        return any(base not in _NON_MODULE_BASES for base in self.bases)
+
+
+@dataclass
+class FileOutline:
+    classes: list[ClassInfo]
+    ignores: dict  # 0-based line -> frozenset of op/code names (empty: everything)
+    skip_file: bool
+    directive_errors: list  # (line0, message)
+
+    @property
+    def module_candidates(self) -> list[ClassInfo]:
+        return [c for c in self.classes if c.might_be_module()]
+
+
+def outline(source: SourceText) -> FileOutline:
+    comments = _comments(source.text)
+    ignores: dict[int, frozenset] = {}
+    errors: list[tuple[int, str]] = []
+    skip_file = False
+    class_directives: dict[int, dict] = {}
+    for line0, body in comments.items():
+        if body == "skip-file":
+            skip_file = True
+            continue
+        ignore = _IGNORE_RE.match(body)
+        if ignore:
+            items = ignore["items"]
+            ignores[line0] = frozenset(i.strip() for i in items.split(",") if i.strip()) if items else frozenset()
+            continue
+        parsed, problem = _parse_class_directive(body)
+        if problem:
+            errors.append((line0, problem))
+        else:
+            class_directives[line0] = parsed
+    classes: list[ClassInfo] = []
+    tree = source.tree
+    if tree is not None:
+        _collect_classes(tree, "", source, class_directives, comments, classes)
+    return FileOutline(classes, ignores, skip_file, errors)
+
+
+def _collect_classes(node: ast.AST, prefix: str, source: SourceText, directives: dict, comments: dict,
+                     out: list[ClassInfo]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, ast.ClassDef):
+            continue
+        qualname = f"{prefix}{child.name}"
+        line0 = child.lineno - 1
+        found: dict = {}
+        first = min([d.lineno - 1 for d in child.decorator_list] + [line0])
+        # A directive applies from the class line or the comment lines right above it.
+        above = first - 1
+        block = []
+        while above >= 0 and above in comments and source.line_text(above).lstrip().startswith("#"):
+            block.append(above)
+            above -= 1
+        for line in reversed(block):
+            found.update(directives.get(line, {}))
+        found.update(directives.get(line0, {}))
+        info = ClassInfo(qualname, child.name, line0, _name_range(source, child),
+                         [ast.unparse(b) for b in child.bases], found)
+        out.append(info)
+        _collect_classes(child, qualname + ".", source, directives, comments, out)
+
+
+def _name_range(source: SourceText, node: ast.ClassDef) -> Range:
+    line0 = node.lineno - 1
+    text = source.line_text(line0)
+    match = re.search(r"\bclass\s+(" + re.escape(node.name) + r")\b", text)
+    if match is None:
+        return source.line_range(line0)
+    return Range(Position(line0, source.utf16_from_char(line0, match.start(1))),
+                 Position(line0, source.utf16_from_char(line0, match.end(1))))
+
+
+def _comments(text: str) -> dict[int, str]:
+    """0-based line -> the body of an `# atenlint:` comment on it (real comments only)."""
+    found: dict[int, str] = {}
+    if "atenlint:" not in text:
+        return found
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                match = _DIRECTIVE_RE.search(token.string)
+                if match:
+                    found[token.start[0] - 1] = match["body"].strip()
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return found
+
+
+def _parse_class_directive(body: str) -> tuple[dict, Optional[str]]:
+    """`init=Net(dim=64); inputs=torch.randn(1, 8)` or `skip`."""
+    parsed: dict = {}
+    for part in _split_top_level(body, ";"):
+        part = part.strip()
+        if not part:
+            continue
+        if part == "skip":
+            parsed["skip"] = True
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in ("init", "inputs"):
+            return {}, (f"unknown atenlint directive {part!r}: expected `init=<expression>`, "
+                        f"`inputs=<expression>`, `skip`, `ignore[aten::op]` or `skip-file`")
+        try:
+            ast.parse(value.strip(), mode="eval")
+        except SyntaxError as error:
+            return {}, f"`{key}=` needs a Python expression ({error.msg}): {value.strip()!r}"
+        parsed[key] = value.strip()
+    return parsed, None
+
+
+def _split_top_level(text: str, separator: str) -> list[str]:
+    parts, depth, quote, current = [], 0, None, []
+    for char in text:
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return parts

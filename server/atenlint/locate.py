@@ -1,0 +1,125 @@
+"""From a source site a capture engine recorded (line, UTF-8 column, its own idea of the
+extent) to the user's expression: the LSP range to underline and the call's name.
+
+TorchScript's range for a call covers only the callee (`torch.take` in
+`torch.take(x, i)`), and for an operator expression it ends where its right operand's
+range ends. Several expressions can start at one column (`f(x)` and `f(x).g()`); the
+recorded extent tells them apart.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from .sourcetext import Position, Range, SourceText
+
+_OPERATOR_SYMBOLS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+    ast.LShift: "<<", ast.RShift: ">>", ast.USub: "-", ast.Invert: "~", ast.Not: "not",
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+}
+_PREFERRED = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Subscript, ast.BoolOp, ast.AugAssign)
+
+
+@dataclass(frozen=True)
+class Located:
+    range: Range
+    call: str
+    node: Optional[ast.AST] = None
+
+
+def dotted_name(node: ast.AST) -> Optional[str]:
+    """`torch.linalg.svdvals` for a pure Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def call_label(node: ast.AST, source: SourceText) -> str:
+    """How a finding names the user's expression."""
+    if isinstance(node, ast.Call):
+        name = dotted_name(node.func)
+        if name is not None:
+            return name
+        if isinstance(node.func, ast.Attribute):
+            return f".{node.func.attr}()"
+        return source.segment(node.func) or "call"
+    if isinstance(node, (ast.BinOp, ast.AugAssign)):
+        return f"operator {_OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)}"
+    if isinstance(node, ast.UnaryOp):
+        return f"operator {_OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)}"
+    if isinstance(node, ast.Compare):
+        return f"operator {_OPERATOR_SYMBOLS.get(type(node.ops[0]), 'comparison')}"
+    if isinstance(node, ast.Subscript):
+        return "indexing"
+    return source.segment(node).split("\n", 1)[0][:60]
+
+
+class ExpressionLocator:
+    def __init__(self, source: SourceText):
+        self.source = source
+        self._by_start: dict[tuple[int, int], list[ast.AST]] = {}
+        tree = source.tree
+        if tree is not None:
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.expr, ast.AugAssign)) and hasattr(node, "lineno"):
+                    self._by_start.setdefault((node.lineno, node.col_offset), []).append(node)
+
+    def locate(self, line: int, col: int, span_lines: int = 1, end_col: Optional[int] = None) -> Located:
+        """`line` 1-based, `col` and `end_col` UTF-8 byte columns, as the capture recorded them."""
+        candidates = self._by_start.get((line, col), [])
+        chosen = None
+        if end_col is not None:
+            end = (line + span_lines - 1, end_col)
+            matching = [n for n in candidates if _recorded_end(n) == end]
+            chosen = _best(matching)
+        if chosen is None:
+            chosen = _best(candidates)
+        if chosen is None:
+            return Located(self._fallback_range(line - 1, col), self.source.line_text(line - 1).strip()[:60])
+        return Located(self.source.node_range(chosen), call_label(chosen, self.source), chosen)
+
+    def _fallback_range(self, line0: int, col: int) -> Range:
+        text = self.source.line_text(line0)
+        start = self.source.utf16_from_byte(line0, col)
+        return Range(Position(line0, start), Position(line0, self.source.utf16_from_char(line0, len(text))))
+
+    def enclosing_call(self, line: int, col: int) -> Optional[ast.Call]:
+        for node in self._by_start.get((line, col), []):
+            if isinstance(node, ast.Call):
+                return node
+        return None
+
+
+def _recorded_end(node: ast.AST) -> tuple[int, int]:
+    """Where a capture engine's range for `node` ends (see the module docstring)."""
+    if isinstance(node, ast.Call):
+        return (node.func.end_lineno, node.func.end_col_offset)
+    if isinstance(node, ast.BinOp):
+        return _recorded_end(node.right)
+    if isinstance(node, ast.BoolOp):
+        return _recorded_end(node.values[-1])
+    if isinstance(node, ast.Compare):
+        return _recorded_end(node.comparators[-1])
+    if isinstance(node, ast.UnaryOp):
+        return _recorded_end(node.operand)
+    return (node.end_lineno, node.end_col_offset)
+
+
+def _best(nodes: list[ast.AST]) -> Optional[ast.AST]:
+    if not nodes:
+        return None
+    for kind in _PREFERRED:
+        of_kind = [n for n in nodes if isinstance(n, kind)]
+        if of_kind:
+            # Innermost first: the smallest expression that starts here.
+            return min(of_kind, key=lambda n: (n.end_lineno, n.end_col_offset))
+    return min(nodes, key=lambda n: (n.end_lineno, n.end_col_offset))

@@ -1,0 +1,122 @@
+"""Reading Python source the way Python does, and speaking LSP positions about it.
+
+Python reports columns in UTF-8 bytes; LSP counts UTF-16 code units. Everything here is
+pure standard library so the CLI, the server and the tests share it.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int  # 0-based
+    character: int  # UTF-16 code units
+
+    def as_json(self) -> dict:
+        return {"line": self.line, "character": self.character}
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Position
+    end: Position
+
+    def as_json(self) -> dict:
+        return {"start": self.start.as_json(), "end": self.end.as_json()}
+
+    @staticmethod
+    def from_json(data: dict) -> "Range":
+        return Range(Position(**data["start"]), Position(**data["end"]))
+
+
+class DecodeError(Exception):
+    """The bytes are not text Python would accept (wrong encoding, bad declaration)."""
+
+    def __init__(self, message: str, line: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.line = line  # 0-based
+
+
+def decode_source(data: bytes) -> str:
+    """Decode as the interpreter does: BOM, PEP 263 coding declaration, else UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise DecodeError(f"invalid encoding declaration: {error.msg}", (error.lineno or 1) - 1) from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start)
+        raise DecodeError(
+            f"the file is not valid {encoding}: byte 0x{data[error.start]:02x} on line {line + 1} "
+            f"cannot be decoded; save it as UTF-8 or declare its encoding (PEP 263)", line) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+class SourceText:
+    """One file's text with position conversions and a lazily parsed AST."""
+
+    def __init__(self, text: str, path: str = "<string>"):
+        self.text = text
+        self.path = path
+        self.lines = text.splitlines(keepends=True) or [""]
+
+    @cached_property
+    def tree(self) -> Optional[ast.Module]:
+        try:
+            return ast.parse(self.text, filename=self.path)
+        except (SyntaxError, ValueError):
+            return None
+
+    def line_text(self, line0: int) -> str:
+        if 0 <= line0 < len(self.lines):
+            return self.lines[line0].rstrip("\r\n")
+        return ""
+
+    def utf16_from_byte(self, line0: int, byte_col: int) -> int:
+        prefix = self.line_text(line0).encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
+        return utf16_length(prefix)
+
+    def utf16_from_char(self, line0: int, char_col: int) -> int:
+        return utf16_length(self.line_text(line0)[:char_col])
+
+    def char_from_utf16(self, line0: int, units: int) -> int:
+        text = self.line_text(line0)
+        count = 0
+        for index, char in enumerate(text):
+            if count >= units:
+                return index
+            count += 2 if ord(char) > 0xFFFF else 1
+        return len(text)
+
+    def offset(self, position: Position) -> int:
+        """String index of an LSP position."""
+        line = min(position.line, len(self.lines))
+        base = sum(len(ln) for ln in self.lines[:line])
+        return base + self.char_from_utf16(line, position.character)
+
+    def node_range(self, node: ast.AST) -> Range:
+        return Range(
+            Position(node.lineno - 1, self.utf16_from_byte(node.lineno - 1, node.col_offset)),
+            Position(node.end_lineno - 1, self.utf16_from_byte(node.end_lineno - 1, node.end_col_offset)),
+        )
+
+    def line_range(self, line0: int) -> Range:
+        text = self.line_text(line0)
+        indent = len(text) - len(text.lstrip())
+        return Range(Position(line0, utf16_length(text[:indent])), Position(line0, utf16_length(text)))
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+
+def utf16_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2

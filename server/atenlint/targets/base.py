@@ -1,0 +1,57 @@
+"""What every target answers about captured calls, whatever the backend.
+
+A target sees only call trees (an overload and, for composites, what it calls) and the
+phases a call runs in; it never knows where a call came from (that is `capture/`).
+Findings at one user call site are merged before the target words them, so a call that
+reaches several unsupported overloads becomes one diagnostic that lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+SEVERITIES = ("error", "warning", "information", "hint")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One overload a target cannot run as asked, and which kind of problem it is."""
+
+    op: str
+    kind: str  # target-specific: "fallback", "forced", "unsupported", ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    severity: str
+    code: str
+    message: str  # completes a sentence that starts with the user's call
+
+
+class Target(Protocol):
+    name: str
+    description: str
+
+    def problems(self, tree: dict, phases: tuple[str, ...]) -> list[Problem]:
+        """The problems of one captured call (empty when it runs fine)."""
+
+    def verdict(self, problems: list[Problem]) -> Verdict:
+        """How to report the merged problems of one user call site."""
+
+    def status(self) -> dict:
+        """Availability and the versions of the data it judges with."""
+
+
+def worst(severities) -> str:
+    for severity in SEVERITIES:
+        if severity in severities:
+            return severity
+    return "hint"
+
+
+def join_ops(ops: list[str]) -> str:
+    ops = [f"`{op}`" for op in ops]
+    if len(ops) <= 2:
+        return " and ".join(ops)
+    return ", ".join(ops[:-1]) + f" and {ops[-1]}"

@@ -1,0 +1,89 @@
+"""Support on a device backend (MPS, CUDA, ...) as torch's code generator sees it.
+
+Mirrors torchgen's rules for one dispatch key: a direct kernel runs natively; a
+structured op runs iff its out= delegate has a kernel (otherwise the fallback fires
+under the `.out` name); composites run iff what they call does (their call trees come
+from the capture); anything else hits the backend's boxed fallback. Kernels registered
+from Python and ops a backend forces to the CPU are added from outside the yaml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .native_table import NativeTable
+
+
+@dataclass
+class BackendGaps:
+    """What a call tree needs that the backend lacks."""
+
+    missing: list[str] = field(default_factory=list)  # no kernel: the backend's fallback fires
+    forced: list[str] = field(default_factory=list)  # always sent to the CPU
+    unknown: bool = False  # part of the tree could not be judged
+
+    def __bool__(self) -> bool:
+        return bool(self.missing or self.forced)
+
+
+class NativeBackend:
+    def __init__(self, table: NativeTable, key: str, extra_kernels=(), forced=()):
+        self.table = table
+        self.key = key
+        self.extra_kernels = frozenset(extra_kernels)
+        self.forced = frozenset(forced)
+
+    def has_own_kernel(self, name: str) -> bool:
+        return name in self.extra_kernels or self.table.has_kernel(name, self.key)
+
+    def gaps(self, tree: dict) -> BackendGaps:
+        gaps = BackendGaps()
+        self._visit(tree, gaps)
+        return gaps
+
+    def _visit(self, node: dict, gaps: BackendGaps) -> None:
+        name = node["op"]
+        if name in self.forced:
+            _add(gaps.forced, name)
+            return
+        entry = self.table.get(name)
+        calls = node.get("calls")
+        if entry is None:
+            # Not an aten overload of this torch (a TorchScript builtin, another namespace).
+            if calls:
+                for child in calls:
+                    self._visit(child, gaps)
+            elif not name.startswith("aten::"):
+                gaps.unknown = True
+            return
+        if self.has_own_kernel(name):
+            return
+        if entry.delegate is not None:
+            if entry.delegate in self.forced:
+                _add(gaps.forced, entry.delegate)
+            elif not self.has_own_kernel(entry.delegate):
+                _add(gaps.missing, entry.delegate)
+            return
+        if entry.implicit or entry.explicit:
+            if calls is not None:
+                for child in calls:
+                    self._visit(child, gaps)
+            elif node.get("undecomposed") and entry.implicit:
+                gaps.unknown = True
+            # An explicit composite we could not expand on meta picks its kernel by
+            # device at run time (convolution -> _mps_convolution): it runs.
+            return
+        _add(gaps.missing, name)
+
+    def runs_on_cpu(self, name: str) -> bool:
+        entry = self.table.get(name)
+        if entry is None:
+            return False
+        if "CPU" in entry.kernels or entry.explicit or entry.implicit:
+            return True
+        return entry.delegate is not None and self.runs_on_cpu(entry.delegate)
+
+
+def _add(items: list, name: str) -> None:
+    if name not in items:
+        items.append(name)

@@ -1,0 +1,280 @@
+"""The parent's side of the workers: start them in the user's interpreter, send requests,
+enforce time and memory limits, and replace a worker that hangs, crashes or blows up.
+
+Nothing here imports torch or user code.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import atenlint
+
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(atenlint.__file__)))
+_HELLO_TIMEOUT = 180.0
+
+
+class WorkerFailure(Exception):
+    """The worker could not answer: it timed out, died, or ran out of memory."""
+
+    def __init__(self, kind: str, message: str, stderr_tail: str = ""):
+        super().__init__(message)
+        self.kind = kind  # "timeout" | "crash" | "memory" | "start"
+        self.message = message
+        self.stderr_tail = stderr_tail
+
+
+class RequestError(Exception):
+    """The worker answered with an error (a bug in the capture code, not in the user's)."""
+
+    def __init__(self, error: dict):
+        super().__init__(error.get("message", "worker error"))
+        self.error = error
+
+
+@dataclass
+class WorkerSettings:
+    python: str = sys.executable
+    memory_limit_mb: int = 0  # 0: a share of physical memory
+    extra_env: Optional[dict] = None
+
+
+def _default_memory_limit_mb(workers: int) -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        return 8192
+    return max(1024, int(total * 0.6 / max(workers, 1)))
+
+
+def _rss_mb(pid: int) -> Optional[float]:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    try:  # macOS and other systems without /proc
+        out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True, timeout=2)
+        return int(out.stdout.strip()) / 1024 if out.stdout.strip() else None
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+class Worker:
+    """One worker process. Not thread-safe: the pool hands it to one caller at a time."""
+
+    def __init__(self, settings: WorkerSettings, log: Callable[[str], None], memory_limit_mb: int):
+        self.settings = settings
+        self.log = log
+        self.memory_limit_mb = memory_limit_mb
+        self.process: Optional[subprocess.Popen] = None
+        self.hello: dict = {}
+        self.peak_rss_mb = 0.0
+        self._replies: "queue.Queue[Optional[str]]" = queue.Queue()
+        self._stderr: collections.deque = collections.deque(maxlen=200)
+        self._ids = itertools.count(1)
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self) -> dict:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.settings.extra_env or {})
+        started = time.perf_counter()
+        try:
+            self.process = subprocess.Popen(
+                [self.settings.python, "-m", "atenlint.worker.main"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1,
+            )
+        except OSError as error:
+            raise WorkerFailure("start", f"cannot start {self.settings.python}: {error}") from None
+        # Fresh channels per process, so a dead predecessor's end-of-file is never read as ours.
+        self._replies = queue.Queue()
+        self._stderr = collections.deque(maxlen=200)
+        threading.Thread(target=self._read_stdout, args=(self.process, self._replies), daemon=True).start()
+        threading.Thread(target=self._read_stderr, args=(self.process, self._stderr), daemon=True).start()
+        try:
+            self.hello = self.request("hello", {}, _HELLO_TIMEOUT)
+        except WorkerFailure as failure:
+            raise WorkerFailure("start", f"the worker did not start: {failure.message}", failure.stderr_tail) from None
+        self.log(f"worker {self.process.pid} ready in {time.perf_counter() - started:.1f}s "
+                 f"(python {self.hello.get('python')}, torch {self.hello.get('torch_full')}, {self.settings.python})")
+        return self.hello
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, OSError):
+                self.process.kill()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        if self.alive:
+            try:
+                self.process.stdin.write(json.dumps({"method": "shutdown"}) + "\n")
+                self.process.stdin.flush()
+                self.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired, ValueError):
+                pass
+        self.kill()
+
+    # -- requests --------------------------------------------------------
+    def request(self, method: str, params: dict, timeout: float) -> Any:
+        if not self.alive:
+            raise WorkerFailure("crash", "the worker is not running", self.stderr_tail())
+        request_id = next(self._ids)
+        try:
+            self.process.stdin.write(json.dumps({"id": request_id, "method": method, "params": params}) + "\n")
+            self.process.stdin.flush()
+        except (OSError, ValueError):
+            raise self._death() from None
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise WorkerFailure("timeout", f"no answer within {timeout:g} s", self.stderr_tail())
+            try:
+                line = self._replies.get(timeout=min(remaining, 0.25))
+            except queue.Empty:
+                self._check_memory()
+                continue
+            if line is None:
+                raise self._death()
+            reply = json.loads(line)
+            if reply.get("id") != request_id:
+                continue
+            if "error" in reply:
+                raise RequestError(reply["error"])
+            return reply["result"]
+
+    def _check_memory(self) -> None:
+        rss = _rss_mb(self.process.pid) if self.process else None
+        if rss is None:
+            return
+        self.peak_rss_mb = max(self.peak_rss_mb, rss)
+        if rss > self.memory_limit_mb:
+            self.kill()
+            raise WorkerFailure("memory", f"the worker used {rss:.0f} MB, over the {self.memory_limit_mb} MB limit",
+                                self.stderr_tail())
+
+    def _death(self) -> WorkerFailure:
+        code = self.process.wait(timeout=10) if self.process else None
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        return WorkerFailure("crash", f"the worker process {how}", self.stderr_tail())
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        return "".join(list(self._stderr)[-lines:])
+
+    @staticmethod
+    def _read_stdout(process: subprocess.Popen, replies: "queue.Queue[Optional[str]]") -> None:
+        for line in process.stdout:
+            replies.put(line)
+        replies.put(None)
+
+    @staticmethod
+    def _read_stderr(process: subprocess.Popen, sink: collections.deque) -> None:
+        for line in process.stderr:
+            sink.append(line)
+
+
+class WorkerPool:
+    """A fixed number of warm workers; a failed one is replaced on next use."""
+
+    def __init__(self, size: int = 1, settings: Optional[WorkerSettings] = None,
+                 log: Callable[[str], None] = lambda message: None):
+        self.size = max(1, size)
+        self.settings = settings or WorkerSettings()
+        self.log = log
+        limit = self.settings.memory_limit_mb or _default_memory_limit_mb(self.size)
+        self._limit = limit
+        self._idle: "queue.Queue[Worker]" = queue.Queue()
+        self._all: list[Worker] = []
+        self._lock = threading.Lock()
+        self.hello: dict = {}
+        self.restarts = 0
+        for _ in range(self.size):
+            self._idle.put(Worker(self.settings, log, limit))
+
+    def warm(self) -> dict:
+        """Start every worker now (in parallel); returns the first one's hello."""
+        workers = [self._idle.get() for _ in range(self.size)]
+        errors: list[WorkerFailure] = []
+
+        def start(worker: Worker) -> None:
+            try:
+                self._ensure_started(worker)
+            except WorkerFailure as failure:
+                errors.append(failure)
+
+        threads = [threading.Thread(target=start, args=(w,)) for w in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for worker in workers:
+            self._idle.put(worker)
+        if errors and len(errors) == len(workers):
+            raise errors[0]
+        return self.hello
+
+    def _ensure_started(self, worker: Worker) -> None:
+        if worker.alive:
+            return
+        if worker.process is not None:
+            self.restarts += 1
+            worker.kill()
+            self.log("restarting a worker")
+        worker.process = None
+        hello = worker.start()
+        with self._lock:
+            if worker not in self._all:
+                self._all.append(worker)
+            if not self.hello:
+                self.hello = hello
+
+    def request(self, method: str, params: dict, timeout: float) -> Any:
+        worker = self._idle.get()
+        try:
+            self._ensure_started(worker)
+            return worker.request(method, params, timeout)
+        finally:
+            self._idle.put(worker)
+
+    @property
+    def peak_rss_mb(self) -> float:
+        return max((w.peak_rss_mb for w in self._all), default=0.0)
+
+    def close(self) -> None:
+        for worker in list(self._all):
+            worker.close()
