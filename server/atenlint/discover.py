@@ -21,7 +21,8 @@ from .sourcetext import Position, Range, SourceText
 SKIPPED_DIRS = {".git", ".hg", ".svn", "node_modules", "build", "dist", "__pycache__", ".tox", ".nox",
                 ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages", ".ipynb_checkpoints"}
 _DIRECTIVE_RE = re.compile(r"#\s*atenlint:\s*(?P<body>.*)$")
-_IGNORE_RE = re.compile(r"^ignore(?:\[(?P<items>[^\]]*)\])?\s*$")
+# Text after `ignore` / `ignore[...]` is the user's own remark.
+_IGNORE_RE = re.compile(r"^ignore(?:\[(?P<items>[^\]]*)\])?(?:\s.*)?$")
 # Bases that are certainly not nn.Module; anything else might be (through imports).
 _NON_MODULE_BASES = {"object", "Exception", "BaseException", "ValueError", "RuntimeError", "TypeError",
                      "KeyError", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "NamedTuple", "TypedDict",

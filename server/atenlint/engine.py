@@ -37,6 +37,8 @@ class Occurrence:
     sites: list  # outermost first: {"file", "line", "col", "span_lines", "end_col", "library"}
     capture: str
     args: dict = field(default_factory=dict)
+    conditional: bool = False  # only reached through a library branch decided at run time
+    devices: tuple = ()  # the devices assumed when the capture reached it
 
     def user_site(self) -> Optional[dict]:
         """The innermost site in the user's own files."""
@@ -201,26 +203,17 @@ class Engine:
         for line0, message in file_outline.directive_errors:
             result.module_findings.append(Finding(display, source.line_range(line0), "warning", codes.BAD_DIRECTIVE,
                                                   message, abs_path=path))
-        candidates = [c for c in file_outline.module_candidates if not c.directives.get("skip")]
-        if file_outline.skip_file or not candidates:
+        if file_outline.skip_file or not file_outline.module_candidates:
             result.seconds = time.perf_counter() - started
             return result
         self.start()
         module_name, roots = import_location(path, settings.project_root)
-        classes = {}
-        for info in candidates:
-            key = f"{module_name}.{info.qualname}"
-            config = settings.modules.get(key)
-            entry = {}
-            if config is not None:
-                if config.skip:
-                    continue
-                entry = {"init": config.init, "inputs": config.inputs}
-            for directive in ("init", "inputs"):
-                if directive in info.directives:
-                    entry[directive] = info.directives[directive]
-            classes[info.qualname] = entry
-        request = {"path": path, "module": module_name, "roots": roots,
+        classes, skip = self._class_requests(file_outline, module_name, settings)
+        if not classes:
+            result.seconds = time.perf_counter() - started
+            return result
+        request = {"path": path, "module": module_name, "roots": roots, "skip": skip,
+                   "devices": sorted({t.device for t in self.targets_for(settings)}),
                    "overlays": dict(overlays or {}), "classes": classes}
         if text is not None:
             request["overlays"][path] = source.text
@@ -243,6 +236,24 @@ class Engine:
         result.seconds = time.perf_counter() - started
         return result
 
+    @staticmethod
+    def _class_requests(file_outline: FileOutline, module_name: str, settings: Settings) -> tuple[dict, list]:
+        """Per candidate class, its factory (pyproject.toml, then the in-source comment wins);
+        and the classes the user asked to skip."""
+        classes: dict[str, dict] = {}
+        skip: list[str] = []
+        for info in file_outline.classes:
+            config = settings.modules.get(f"{module_name}.{info.qualname}")
+            if info.directives.get("skip") or (config is not None and config.skip):
+                skip.append(info.qualname)
+                continue
+            if not info.might_be_module():
+                continue
+            entry = {"init": config.init, "inputs": config.inputs} if config is not None else {}
+            entry.update({k: info.directives[k] for k in ("init", "inputs") if k in info.directives})
+            classes[info.qualname] = entry
+        return classes, skip
+
     def _read(self, path: str, text: Optional[str], settings: Settings) -> SourceText:
         if text is not None:
             return SourceText(text, path)
@@ -259,8 +270,10 @@ class Engine:
         try:
             return SourceText(decode_source(data), path)
         except DecodeError as error:
+            lines = data.split(b"\n")
+            width = len(lines[error.line].decode("utf-8", errors="replace").rstrip("\r")) if error.line < len(lines) else 0
             raise _Unreadable(codes.UNDECODABLE, "warning", f"cannot analyse this file: {error.message}",
-                              error.line) from None
+                              error.line, width) from None
 
     def _syntax_finding(self, result: FileCapture, source: SourceText) -> Finding:
         import ast
@@ -332,18 +345,25 @@ class Engine:
                 continue
             for raw in cls["ops"]:
                 result.occurrences.append(Occurrence(cls["module"], raw["op"], raw["tree"], tuple(raw["phases"]),
-                                                     raw["sites"], "script", raw.get("args", {})))
+                                                     raw["sites"], "script", raw.get("args", {}),
+                                                     bool(raw.get("conditional")),
+                                                     tuple(raw.get("devices", ()))))
 
     # -- verdicts --------------------------------------------------------
     def findings(self, captures: Iterable[FileCapture], sources: Optional[SourceCache] = None) -> list[Finding]:
         """Judge every captured call for every target, one finding per user call site and target."""
         sources = sources or SourceCache()
+        captures = list(captures)
+        displays = {c.path: c.display for c in captures}
         out: list[Finding] = []
         sites: dict[tuple, dict] = {}
+        # A class that cannot be built alone was still analysed inside another that uses it.
+        covered = {name for capture in captures for cls in capture.classes for name in cls.get("submodules", ())}
         for capture in captures:
             if capture.source is not None:
                 sources.put(capture.path, capture.source)
-            out.extend(capture.module_findings)
+            out.extend(f for f in capture.module_findings
+                       if not (f.code == codes.CANNOT_BUILD and f.module in covered))
             if not capture.occurrences:
                 continue
             targets = self.targets_for(capture.settings)
@@ -356,38 +376,51 @@ class Engine:
                     continue
                 located = locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"))
                 for target in targets:
+                    if occurrence.devices and target.device not in occurrence.devices:
+                        continue
                     problems = target.problems(occurrence.tree, occurrence.phases)
                     if not problems:
                         continue
                     key = (os.path.abspath(site["file"]), located.range, target.name)
-                    group = sites.setdefault(key, {"problems": [], "occurrence": occurrence, "located": located,
-                                                   "target": target, "settings": capture.settings,
-                                                   "reached": [], "library": []})
+                    group = sites.setdefault(key, {"problems": [], "conditional": [], "occurrence": occurrence,
+                                                   "located": located, "target": target,
+                                                   "settings": capture.settings, "reached": [], "library": []})
+                    bucket = group["conditional"] if occurrence.conditional else group["problems"]
                     for problem in problems:
-                        if problem not in group["problems"]:
-                            group["problems"].append(problem)
+                        if problem not in bucket:
+                            bucket.append(problem)
                     if occurrence.op not in group["reached"]:
                         group["reached"].append(occurrence.op)
                     library = occurrence.library_site()
                     if library and library not in group["library"]:
                         group["library"].append(library)
         for (path, rng, _), group in sites.items():
-            finding = self._site_finding(path, rng, group, sources)
+            finding = self._site_finding(path, rng, group, sources, displays.get(path))
             if finding is not None:
                 out.append(finding)
         return self._apply_ignores(out, sources)
 
-    def _site_finding(self, path: str, rng: Range, group: dict, sources: SourceCache) -> Optional[Finding]:
+    def _site_finding(self, path: str, rng: Range, group: dict, sources: SourceCache,
+                      display: Optional[str]) -> Optional[Finding]:
         settings: Settings = group["settings"]
         target = group["target"]
-        problems: list[Problem] = [p for p in group["problems"]
-                                   if not _ignored(settings, target.name, p.op)]
+        problems: list[Problem] = [p for p in group["problems"] if not _ignored(settings, target.name, p.op)]
+        conditional = not problems
+        if conditional:
+            problems = [p for p in group["conditional"] if not _ignored(settings, target.name, p.op)]
         if not problems:
             return None
         verdict = target.verdict(problems)
         if _ignored(settings, target.name, verdict.code):
             return None
         severity = settings.severity.get(target.name, verdict.severity)
+        message = f"`{group['located'].call}` {verdict.message}"
+        if conditional:
+            # The library picks this path at run time (by rank, device or values), which a
+            # script capture cannot see: say so, without crying wolf.
+            severity = "information" if severity in ("error", "warning") else severity
+            message = (f"{message} — but only on a path the library chooses at run time (by the input's rank, "
+                       f"device or values), so this may not happen; give example inputs to know")
         if severity == "off":
             return None
         call = group["located"].call
@@ -399,11 +432,11 @@ class Engine:
                             "message": "the operator is called here"})
         occurrence: Occurrence = group["occurrence"]
         return Finding(
-            display_path(path, self.cwd), rng, severity, verdict.code, f"`{call}` {verdict.message}",
+            display or display_path(path, self.cwd), rng, severity, verdict.code, message,
             target=target.name, ops=[p.op for p in problems], call=call, module=occurrence.module,
             capture=occurrence.capture, related=related, abs_path=path,
             data={"reached": group["reached"], "kinds": {p.op: p.kind for p in problems},
-                  "args": occurrence.args, "torch": self.torch_version})
+                  "args": occurrence.args, "torch": self.torch_version, "conditional": conditional})
 
     def _apply_ignores(self, found: list[Finding], sources: SourceCache) -> list[Finding]:
         kept = []
@@ -458,13 +491,13 @@ class Engine:
 
 
 class _Unreadable(Exception):
-    def __init__(self, code: str, severity: str, message: str, line0: int = 0):
+    def __init__(self, code: str, severity: str, message: str, line0: int = 0, width: int = 0):
         super().__init__(message)
-        self.code, self.severity, self.message, self.line0 = code, severity, message, line0
+        self.code, self.severity, self.message, self.line0, self.width = code, severity, message, line0, width
 
     def finding(self, result: FileCapture, engine: Engine) -> Finding:
-        return Finding(result.display, Range(Position(self.line0, 0), Position(self.line0, 0)), self.severity,
-                       self.code, self.message, abs_path=result.path)
+        return Finding(result.display, Range(Position(self.line0, 0), Position(self.line0, self.width)),
+                       self.severity, self.code, self.message, abs_path=result.path)
 
 
 def _ignored(settings: Settings, target: str, name: str) -> bool:

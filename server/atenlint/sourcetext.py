@@ -56,7 +56,7 @@ def decode_source(data: bytes) -> str:
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start)
         raise DecodeError(
-            f"the file is not valid {encoding}: byte 0x{data[error.start]:02x} on line {line + 1} "
+            f"the file is not valid {encoding.upper()}: byte 0x{data[error.start]:02x} on line {line + 1} "
             f"cannot be decoded; save it as UTF-8 or declare its encoding (PEP 263)", line) from None
     return text[1:] if text.startswith("\ufeff") else text
 

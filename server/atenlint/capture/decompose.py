@@ -73,14 +73,22 @@ class _CallTreeRecorder(TorchDispatchMode):
             try:
                 with self:
                     result = func._op_dk(key, *args, **kwargs)
-            except Exception:  # noqa: BLE001 - a composite that cannot run on meta stays a leaf
-                pass
+            except Exception as error:  # noqa: BLE001 - a composite that cannot run on meta stays a leaf
+                if _lacks_meta_kernel(error):
+                    # What it called so far is real; the op it stopped at has no meta kernel.
+                    node["calls"] = calls
+                    raise
             else:
                 node["calls"] = calls
                 return result
             finally:
                 self._open.pop()
         return func(*args, **kwargs)
+
+
+def _lacks_meta_kernel(error: Exception) -> bool:
+    text = str(error)
+    return isinstance(error, NotImplementedError) and ("Meta kernel" in text or "fake impl" in text)
 
 
 def _expandable_key(func: Any):
@@ -220,16 +228,38 @@ def call_tree(op: Any, known: dict[str, Any]) -> Node:
     """
     name = canonical_name(op)
     implicit = is_composite_implicit(op)
+    partial = None
     for args, kwargs in _candidate_calls(op, known):
         recorder = _CallTreeRecorder()
         try:
             with torch.no_grad(), recorder:
                 op(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - try the next shape guess
+        except Exception as error:  # noqa: BLE001 - try the next shape guess
+            if partial is None and recorder.roots and _lacks_meta_kernel(error):
+                # The call got as far as an op without a meta kernel (linalg_lstsq.out,
+                # _ctc_loss): the tree up to there is what a backend would be asked for.
+                partial = _as_tree(name, implicit, recorder.roots)
+                partial["partial"] = True
             continue
-        if implicit:
-            return {"op": name, "calls": recorder.roots}
-        if len(recorder.roots) == 1 and recorder.roots[0]["op"] == name:
-            return recorder.roots[0]
-        return {"op": name, "calls": recorder.roots}
+        return _as_tree(name, implicit, recorder.roots)
+    if partial is not None:
+        return partial
     return {"op": name, "calls": None, "undecomposed": True}
+
+
+def record_calls(function, *args, **kwargs) -> tuple[list[Node], Optional[Exception]]:
+    """The call trees of everything `function(*args, **kwargs)` dispatches (meta tensors
+    expected), and the error that stopped it, if any."""
+    recorder = _CallTreeRecorder()
+    try:
+        with torch.no_grad(), recorder:
+            function(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the caller decides what a partial record is worth
+        return recorder.roots, error
+    return recorder.roots, None
+
+
+def _as_tree(name: str, implicit: bool, roots: list) -> Node:
+    if not implicit and len(roots) == 1 and roots[0]["op"] == name:
+        return roots[0]
+    return {"op": name, "calls": roots}

@@ -7,8 +7,6 @@ ranges and messages happens in the parent. Runs inside the worker.
 from __future__ import annotations
 
 import os
-import sys
-import sysconfig
 import time
 import traceback
 from typing import Any
@@ -16,22 +14,9 @@ from typing import Any
 import torch
 
 from .decompose import UNKNOWN
+from .paths import is_library_file
 from .loader import BuildFailure, build, import_file, module_classes, user_import_context
 from .script import ScriptFailure, decomposed, script, script_ops
-
-
-def _library_prefixes() -> tuple[str, ...]:
-    paths = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    paths |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
-    paths.add(os.path.dirname(torch.__file__))
-    return tuple(sorted(os.path.abspath(p) + os.sep for p in paths if p))
-
-
-LIBRARY_PREFIXES = _library_prefixes()
-
-
-def is_library_file(path: str) -> bool:
-    return os.path.abspath(path).startswith(LIBRARY_PREFIXES) or path.startswith("<")
 
 
 def capture_file(request: dict) -> dict:
@@ -50,8 +35,11 @@ def capture_file(request: dict) -> dict:
             return answer
         config = request.get("classes", {})
         candidates = list(config) + list(request.get("candidates", []))
+        skip = set(request.get("skip", ()))
+        devices = tuple(request.get("devices") or ("cpu",))
         for qualname, cls in module_classes(module, candidates):
-            answer["classes"].append(capture_class(qualname, cls, module, config.get(qualname, {})))
+            if qualname not in skip:
+                answer["classes"].append(capture_class(qualname, cls, module, config.get(qualname, {}), devices))
     answer["seconds"] = time.perf_counter() - started
     return answer
 
@@ -66,7 +54,7 @@ def _import_error(error: BaseException, path: str) -> dict:
             "line": line, "trace": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
 
 
-def capture_class(qualname: str, cls: type, module: Any, config: dict) -> dict:
+def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: tuple[str, ...]) -> dict:
     result: dict[str, Any] = {"qualname": qualname, "name": cls.__name__,
                               "module": f"{module.__name__}.{qualname}", "status": "ok", "ops": []}
     started = time.perf_counter()
@@ -80,10 +68,11 @@ def capture_class(qualname: str, cls: type, module: Any, config: dict) -> dict:
     except ScriptFailure as failure:
         result.update(status="script_failed", script_error=failure.as_json())
         return result
-    calls, unresolved = script_ops(scripted)
-    result["unresolved_calls"] = unresolved
+    captured = script_ops(scripted, devices)
+    result["unresolved_calls"] = captured.unresolved_calls
+    result["submodules"] = captured.submodules
     merged: dict[tuple, dict] = {}
-    for call in calls:
+    for call in captured.ops:
         args = _json_args(call.known)
         key = (call.op, call.sites, repr(args))
         entry = merged.get(key)
@@ -93,11 +82,15 @@ def capture_class(qualname: str, cls: type, module: Any, config: dict) -> dict:
                 "args": args,
                 "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in call.sites],
                 "phases": [],
+                "devices": [],
+                "conditional": True,
                 "tree": decomposed(call.op, call.known),
             }
+        entry["conditional"] = entry["conditional"] and call.conditional
         phase = "train" if call.training else "eval"
-        if phase not in entry["phases"]:
-            entry["phases"].append(phase)
+        for key_name, value in (("phases", phase), ("devices", call.device)):
+            if value not in entry[key_name]:
+                entry[key_name].append(value)
     result["ops"] = list(merged.values())
     result["seconds"] = time.perf_counter() - started
     return result

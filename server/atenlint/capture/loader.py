@@ -19,6 +19,8 @@ from typing import Any, Iterator, Optional
 
 import torch
 
+from .paths import is_library_file
+
 
 class _OverlayLoader(importlib.machinery.SourceFileLoader):
     """Loads a module from editor text instead of the file on disk."""
@@ -80,10 +82,16 @@ def user_import_context(roots: list[str], overlays: dict[str, str]) -> Iterator[
             linecache.cache.pop(os.path.abspath(path), None)
         user_roots = tuple(os.path.abspath(r) + os.sep for r in roots)
         for name in set(sys.modules) - before:
-            module_file = getattr(sys.modules.get(name), "__file__", None) or ""
-            if not module_file or os.path.abspath(module_file).startswith(user_roots):
+            if _is_user_module(sys.modules.get(name), user_roots):
                 sys.modules.pop(name, None)
         importlib.invalidate_caches()
+
+
+def _is_user_module(module: Any, user_roots: tuple[str, ...]) -> bool:
+    """Imported from the user's roots (and not from a virtualenv that happens to live there)."""
+    locations = [getattr(module, "__file__", None)] + list(getattr(module, "__path__", None) or [])
+    locations = [os.path.abspath(p) for p in locations if p]
+    return any(p.startswith(user_roots) and not is_library_file(p) for p in locations)
 
 
 def import_file(module_name: str, path: str) -> Any:

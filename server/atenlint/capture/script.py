@@ -12,7 +12,13 @@ Runs inside the worker: standard library and torch only.
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
+import inspect
+import itertools
 import re
+import textwrap
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -20,6 +26,7 @@ from typing import Any, Optional
 import torch
 
 from .decompose import UNKNOWN, call_tree, resolve_overload
+from .paths import is_library_file
 
 _SITE_RE = re.compile(r"# (?P<file>.+):(?P<line>\d+):(?P<col>\d+)\s*$")
 _HEADER_RE = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')
@@ -56,7 +63,10 @@ class ScriptedOp:
     known: dict[str, Any]
     sites: tuple[Site, ...]
     training: bool
-    tree: dict = field(default_factory=dict)
+    device: str
+    # Reached only through a library branch decided at run time (F.interpolate picks the
+    # 1-D, 2-D or 3-D kernel by `input.dim()`), which a script capture cannot decide.
+    conditional: bool = False
 
 
 class ScriptFailure(Exception):
@@ -91,7 +101,7 @@ def _script_failure(error: Exception) -> ScriptFailure:
         if header:
             site = _site_from_caret(header["file"], int(header["line"]), lines[index + 1:]) or site
     headline = next((ln.strip() for ln in lines if ln.strip()), type(error).__name__)
-    return ScriptFailure(headline, site, text)
+    return ScriptFailure(headline.rstrip(":").rstrip(), site, text)
 
 
 def _site_from_caret(file: str, line: int, snippet: list[str]) -> Optional[Site]:
@@ -158,20 +168,31 @@ def _constant_of(value: Any) -> Any:
     return UNKNOWN
 
 
-def _specialise(graph: Any, constants: dict[int, Any], module: Any, training: bool) -> Any:
-    """A copy of `graph` with known inputs and constant attributes substituted and folded."""
+_DEVICE_PREDICATES = {"prim::is_cuda": "cuda", "prim::is_mps": "mps", "prim::is_cpu": "cpu", "prim::is_xpu": "xpu",
+                      "prim::is_meta": "meta"}
+
+
+def _specialise(graph: Any, constants: dict[int, Any], module: Any, training: bool, device: str,
+                depth: int = 0, types: Optional[dict[int, Any]] = None) -> Any:
+    """A copy of `graph` with known inputs, constant attributes and the assumed device
+    substituted and folded (so `x.device.type in ["cpu", "cuda"]` decides a branch), and
+    calls to functions that return a constant for these arguments replaced by it (so
+    `all([_check_arg_device(x) for x in args])` decides MultiheadAttention's fast path)."""
     graph = graph.copy()
     inputs = list(graph.inputs())
     nodes = list(graph.nodes())
     if not nodes:
         return graph
+    for index, value_type in (types or {}).items():
+        # The caller passes a Tensor where the callee accepts Tensor?: `x is not None` is decided.
+        inputs[index].setType(value_type)
     mutated = {n.s("name") for n in graph.findAllNodes("prim::SetAttr")}
     with graph.insert_point_guard(nodes[0]):
         for index, value in constants.items():
             _replace_with_constant(graph, inputs[index], value)
         if module is not None and inputs:
-            for node in nodes:
-                if node.kind() != "prim::GetAttr" or node.input().unique() != inputs[0].unique():
+            for node in graph.findAllNodes("prim::GetAttr"):
+                if node.input().unique() != inputs[0].unique():
                     continue
                 name = node.s("name")
                 if name in mutated or str(node.output().type()) not in _PRIMITIVE_TYPES:
@@ -179,9 +200,61 @@ def _specialise(graph: Any, constants: dict[int, Any], module: Any, training: bo
                 value = training if name == "training" else _attribute(module, name)
                 if value is not UNKNOWN:
                     _replace_with_constant(graph, node.output(), value)
+        for node in graph.findAllNodes("prim::device"):
+            _replace_with_constant(graph, node.output(), torch.device(device))
+        for kind, predicate_device in _DEVICE_PREDICATES.items():
+            for node in graph.findAllNodes(kind):
+                _replace_with_constant(graph, node.output(), predicate_device == device)
+    if types:
+        torch._C._jit_pass_peephole(graph)
     torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_dce(graph)
+    if depth < _MAX_FOLD_DEPTH and _fold_constant_calls(graph, training, device, depth):
+        torch._C._jit_pass_constant_propagation(graph)
+        torch._C._jit_pass_dce(graph)
     return graph
+
+
+_MAX_FOLD_DEPTH = 6
+_CONSTANT_RESULTS: dict[tuple, Optional[tuple]] = {}
+
+
+def _fold_constant_calls(graph: Any, training: bool, device: str, depth: int) -> bool:
+    folded = False
+    for node in graph.findAllNodes("prim::CallFunction"):
+        qualified = str(node.inputsAt(0).type())
+        known = {i - 1: c for i, c in enumerate(_constant_of(v) for v in node.inputs()) if i > 0 and c is not UNKNOWN}
+        function = torch.jit._state._python_cu.find_function(qualified)
+        types = _refined_types(node, function)
+        key = (qualified, _freeze(known), training, device, tuple(sorted((i, str(t)) for i, t in types.items())))
+        if key not in _CONSTANT_RESULTS:
+            results = None
+            if function is not None:
+                callee = _specialise(function.graph, known, None, training, device, depth + 1, types)
+                values = tuple(_constant_of(v) for v in callee.return_node().inputs())
+                results = None if any(v is UNKNOWN for v in values) else values
+            _CONSTANT_RESULTS[key] = results
+        results = _CONSTANT_RESULTS[key]
+        if results is None:
+            continue
+        first = next(iter(graph.nodes()))
+        with graph.insert_point_guard(first):
+            for output, value in zip(node.outputs(), results):
+                _replace_with_constant(graph, output, value)
+        folded = True
+    return folded
+
+
+def _refined_types(call: Any, function: Any, first_argument: int = 1) -> dict[int, Any]:
+    """Callee inputs declared Optional that this call site passes a definite Tensor."""
+    if function is None:
+        return {}
+    refined = {}
+    parameters = list(function.graph.inputs())
+    for index, value in enumerate(list(call.inputs())[first_argument:]):
+        if index < len(parameters) and str(parameters[index].type()) == "Tensor?" and str(value.type()) == "Tensor":
+            refined[index] = value.type()
+    return refined
 
 
 def _replace_with_constant(graph: Any, value: Any, constant: Any) -> None:
@@ -204,20 +277,24 @@ def _attribute(module: Any, name: str) -> Any:
 
 
 class _Walker:
-    def __init__(self, training: bool):
+    def __init__(self, training: bool, device: str):
         self.training = training
+        self.device = device
         self.found: list[ScriptedOp] = []
         self.unresolved_calls: list[str] = []
+        self.modules_seen: set[str] = set()
 
-    def graph(self, graph: Any, module: Any, constants: dict[int, Any], stack: tuple[Site, ...]) -> None:
+    def graph(self, graph: Any, module: Any, constants: dict[int, Any], stack: tuple[Site, ...],
+              conditional: bool = False, types: Optional[dict] = None) -> Optional[Any]:
         if len(stack) > _MAX_DEPTH:
-            return
-        graph = _specialise(graph, constants, module, self.training)
+            return None
+        graph = _specialise(graph, constants, module, self.training, self.device, types=types)
         inputs = list(graph.inputs())
         objects: dict[int, Any] = {inputs[0].unique(): module} if module is not None and inputs else {}
-        self.block(graph.nodes(), objects, stack)
+        self.block(graph.nodes(), objects, stack, conditional)
+        return graph
 
-    def block(self, nodes: Any, objects: dict[int, Any], stack: tuple[Site, ...]) -> None:
+    def block(self, nodes: Any, objects: dict[int, Any], stack: tuple[Site, ...], conditional: bool) -> None:
         for node in nodes:
             kind = node.kind()
             if kind == "prim::GetAttr":
@@ -227,26 +304,28 @@ class _Walker:
                     if child is not UNKNOWN:
                         objects[node.output().unique()] = child
             elif kind == "prim::CallMethod":
-                self.call_method(node, objects, stack)
+                self.call_method(node, objects, stack, conditional)
             elif kind == "prim::CallFunction":
-                self.call_function(node, stack)
+                self.call_function(node, stack, conditional)
             elif "::" in kind and not kind.startswith(("prim::", "profiler::")):
-                self.op(node, stack)
+                self.op(node, stack, conditional)
+            inner = conditional or (kind == "prim::If" and _decided_at_run_time(node))
             for sub in node.blocks():
-                self.block(sub.nodes(), objects, stack)
+                self.block(sub.nodes(), objects, stack, inner)
 
-    def call_method(self, node: Any, objects: dict[int, Any], stack: tuple[Site, ...]) -> None:
+    def call_method(self, node: Any, objects: dict[int, Any], stack: tuple[Site, ...], conditional: bool) -> None:
         inputs = list(node.inputs())
         owner = objects.get(inputs[0].unique())
         name = node.s("name")
         if owner is None or not owner._has_method(name):
             self.unresolved_calls.append(f"{inputs[0].type()}.{name}")
             return
+        self.modules_seen.add(_python_qualname(owner._type().qualified_name()))
         site = _node_site(node)
-        known = {i: c for i, c in enumerate((_constant_of(v) for v in inputs), start=0) if i > 0 and c is not UNKNOWN}
-        self.graph(owner._get_method(name).graph, owner, known, stack + ((site,) if site else ()))
+        known = {i: c for i, c in enumerate(_constant_of(v) for v in inputs) if i > 0 and c is not UNKNOWN}
+        self.graph(owner._get_method(name).graph, owner, known, stack + ((site,) if site else ()), conditional)
 
-    def call_function(self, node: Any, stack: tuple[Site, ...]) -> None:
+    def call_function(self, node: Any, stack: tuple[Site, ...], conditional: bool) -> None:
         inputs = list(node.inputs())
         qualified = str(inputs[0].type())
         function = torch.jit._state._python_cu.find_function(qualified)
@@ -255,9 +334,25 @@ class _Walker:
             return
         site = _node_site(node)
         known = {i - 1: c for i, c in enumerate(_constant_of(v) for v in inputs) if i > 0 and c is not UNKNOWN}
-        self.graph(function.graph, None, known, stack + ((site,) if site else ()))
+        inner = stack + ((site,) if site else ())
+        specialised = self.graph(function.graph, None, known, inner, conditional, _refined_types(node, function))
+        if specialised is not None:
+            self.dropped_calls(qualified, specialised, inner, conditional)
 
-    def op(self, node: Any, stack: tuple[Site, ...]) -> None:
+    def dropped_calls(self, qualified: str, graph: Any, stack: tuple[Site, ...], conditional: bool) -> None:
+        """Calls the TorchScript compiler removed as dead code but eager mode makes."""
+        hidden = _dead_builtin_calls(qualified)
+        if not hidden:
+            return
+        lines = _graph_lines(graph)
+        for call in hidden:
+            if call.always or any(call.block_start <= line <= call.block_end for line in lines.get(call.file, ())):
+                for op in call.ops:
+                    self.found.append(ScriptedOp(op=op, known={}, sites=stack + (call.site,),
+                                                 training=self.training, device=self.device,
+                                                 conditional=conditional))
+
+    def op(self, node: Any, stack: tuple[Site, ...], conditional: bool) -> None:
         try:
             schema = node.schema()
         except Exception:  # noqa: BLE001 - nodes without a schema are not operator calls
@@ -271,28 +366,174 @@ class _Walker:
         known = {arg.name: _constant_of(value) for arg, value in zip(parsed.arguments, node.inputs())}
         site = _node_site(node)
         self.found.append(ScriptedOp(op=_display_name(parsed), known=known,
-                                     sites=stack + ((site,) if site else ()), training=self.training))
+                                     sites=stack + ((site,) if site else ()), training=self.training,
+                                     device=self.device,
+                                     conditional=conditional))
+
+
+@dataclass(frozen=True)
+class _HiddenCall:
+    site: Site
+    file: str
+    block_start: int
+    block_end: int
+    always: bool
+    ops: tuple[str, ...]
+
+
+def _graph_lines(graph: Any) -> dict[str, set[int]]:
+    """Source lines that still have nodes in a (specialised) graph, per file."""
+    lines: dict[str, set[int]] = {}
+    for node in graph.findAllNodes("prim::Constant", False) + _all_nodes(graph.block()):
+        match = _SITE_RE.search(str(node).split("\n", 1)[0])
+        if match:
+            lines.setdefault(match["file"], set()).add(int(match["line"]))
+    return lines
+
+
+def _all_nodes(block: Any) -> list:
+    out = []
+    for node in block.nodes():
+        out.append(node)
+        for sub in node.blocks():
+            out.extend(_all_nodes(sub))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _dead_builtin_calls(qualified: str) -> tuple[_HiddenCall, ...]:
+    """Calls in a library function to TorchScript builtins that are not dispatcher ops and
+    whose result is unused, so the compiler drops them: `F.embedding(max_norm=...)` calls
+    `_no_grad_embedding_renorm_`, which eager mode runs as `aten::embedding_renorm_`."""
+    function = _python_function(qualified)
+    if function is None:
+        return ()
+    builtins = {id(fn): name for fn, name in torch.jit._builtins._builtin_ops}
+    try:
+        lines, first = inspect.getsourcelines(function)
+        file = inspect.getsourcefile(function) or ""
+    except (OSError, TypeError):
+        return ()
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    indent = len(lines[0]) - len(lines[0].lstrip())  # what dedent removed
+    found = []
+    for block_start, block_end, always, statement in _statements_with_blocks(tree.body[0], first):
+        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+            continue
+        callee = _resolve_dotted(statement.value.func, function.__globals__)
+        name = builtins.get(id(callee)) if callee is not None else None
+        if name is None or _is_dispatcher_op(name):
+            continue
+        ops = _ops_called_by(callee)
+        if ops:
+            line = first + statement.value.lineno - 1
+            col = statement.value.col_offset + indent
+            found.append(_HiddenCall(Site(file, line, col), file, block_start, block_end, always, ops))
+    return tuple(found)
+
+
+def _statements_with_blocks(function_def: Any, first_line: int):
+    """(block first line, block last line, block is the function body, statement) in file lines."""
+    def walk(body, start, end, always):
+        for statement in body:
+            yield start, end, always, statement
+            for field_name in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field_name, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    yield from walk(inner, first_line + inner[0].lineno - 1,
+                                    first_line + inner[-1].end_lineno - 1, False)
+    yield from walk(function_def.body, first_line, first_line + function_def.end_lineno - 1, True)
+
+
+def _python_function(qualified: str) -> Optional[Any]:
+    parts = re.sub(r"\.___torch_mangle_\d+", "", qualified).split(".")
+    if parts[:1] != ["__torch__"]:
+        return None
+    module_name, attr = ".".join(parts[1:-1]), parts[-1]
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _resolve_dotted(node: Any, namespace: dict) -> Optional[Any]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in namespace:
+        return None
+    obj = namespace[node.id]
+    for part in reversed(parts):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _is_dispatcher_op(jit_name: str) -> bool:
+    qualified, _, overload = jit_name.partition(".")
+    return resolve_overload(qualified, overload) is not None
+
+
+def _ops_called_by(function: Any) -> tuple[str, ...]:
+    """Dispatcher ops a small Python helper calls directly (`torch.embedding_renorm_(...)`)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    ops = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            callee = _resolve_dotted(node.func, function.__globals__)
+            name = torch.jit._builtins._find_builtin(callee) if callee is not None else None
+            if name and _is_dispatcher_op(name) and name not in ops:
+                ops.append(name)
+    return tuple(ops)
+
+
+def _decided_at_run_time(node: Any) -> bool:
+    """A library `if` still undecided after specialisation: F.interpolate choosing a kernel
+    by `input.dim()`, MultiheadAttention's fast path, checks on values. Which way it goes
+    is only known when the model runs."""
+    site = _SITE_RE.search(str(node).split("\n", 1)[0])
+    return site is not None and is_library_file(site["file"])
 
 
 def _display_name(parsed: Any) -> str:
     return f"{parsed.name}.{parsed.overload_name}" if parsed.overload_name else parsed.name
 
 
-def script_ops(scripted: Any) -> tuple[list[ScriptedOp], list[str]]:
-    """Every aten call of `scripted.forward`, in eval mode and in training mode.
+@dataclass
+class ScriptCapture:
+    ops: list[ScriptedOp]
+    unresolved_calls: list[str]  # method calls the walk could not follow
+    submodules: list[str]  # Python classes ("pkg.mod.Class") whose forward the walk went through
 
-    The same call reached in both modes appears twice with `training` set; the
-    caller merges them. Returns the calls and the method calls it could not follow.
+
+def _python_qualname(torchscript_name: str) -> str:
+    return re.sub(r"\.___torch_mangle_\d+", "", torchscript_name).removeprefix("__torch__.")
+
+
+def script_ops(scripted: Any, devices: tuple[str, ...] = ("cpu",)) -> ScriptCapture:
+    """Every aten call of `scripted.forward`, in eval and training mode, on each device
+    the targets deploy to (library code branches on both: dropout, MultiheadAttention's
+    CPU/CUDA-only fast path).
+
+    A call reached in several modes or on several devices appears once per walk; the
+    caller merges them.
     """
     found: list[ScriptedOp] = []
-    unresolved: list[str] = []
+    unresolved: set[str] = set()
+    seen: set[str] = set()
     module = scripted._c
-    for training in (False, True):
-        walker = _Walker(training)
+    for device, training in itertools.product(devices, (False, True)):
+        walker = _Walker(training, device)
         walker.graph(module._get_method("forward").graph, module, {}, ())
         found.extend(walker.found)
-        unresolved.extend(walker.unresolved_calls)
-    return found, sorted(set(unresolved))
+        unresolved.update(walker.unresolved_calls)
+        seen.update(walker.modules_seen)
+    return ScriptCapture(found, sorted(unresolved), sorted(seen))
 
 
 _TREE_CACHE: dict[tuple, dict] = {}

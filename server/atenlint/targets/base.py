@@ -32,6 +32,7 @@ class Verdict:
 class Target(Protocol):
     name: str
     description: str
+    device: str  # the device the model runs on for this target (capture specialises for it)
 
     def problems(self, tree: dict, phases: tuple[str, ...]) -> list[Problem]:
         """The problems of one captured call (empty when it runs fine)."""

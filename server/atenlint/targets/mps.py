@@ -52,6 +52,7 @@ def _major_minor(version: str) -> tuple[int, int]:
 class MpsTarget:
     name = "mps"
     description = "Apple GPUs through PyTorch's MPS backend"
+    device = "mps"  # the device library code sees (it picks kernels and fast paths by it)
 
     def __init__(self, table: NativeTable, python_kernels=(), options: MpsOptions = MpsOptions()):
         self.table = table

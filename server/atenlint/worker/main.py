@@ -62,7 +62,12 @@ def _analyse(params: dict) -> dict:
     return capture_file(params)
 
 
-_METHODS = {"hello": lambda params: _hello(), "analyse": _analyse}
+def _loaded_packages(params: dict) -> list:
+    """Top-level packages imported so far (the tests check pygls and yaml never are)."""
+    return sorted({name.split(".")[0] for name in sys.modules})
+
+
+_METHODS = {"hello": lambda params: _hello(), "analyse": _analyse, "loaded_packages": _loaded_packages}
 
 
 def main() -> int:

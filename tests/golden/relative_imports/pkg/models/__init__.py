@@ -1,0 +1,3 @@
+from .gated import GatedMLP
+
+__all__ = ["GatedMLP"]
