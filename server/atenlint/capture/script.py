@@ -13,6 +13,7 @@ Runs inside the worker: standard library and torch only.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -227,7 +228,7 @@ def _fold_constant_calls(graph: Any, training: bool, device: str, depth: int) ->
         function = torch.jit._state._python_cu.find_function(qualified)
         types = _refined_types(node, function)
         key = (qualified, _freeze(known), training, device, tuple(sorted((i, str(t)) for i, t in types.items())))
-        if key not in _CONSTANT_RESULTS:
+        if key not in _CONSTANT_RESULTS or not qualified.startswith("__torch__.torch."):
             results = None
             if function is not None:
                 callee = _specialise(function.graph, known, None, training, device, depth + 1, types)
@@ -334,10 +335,27 @@ class _Walker:
             return
         site = _node_site(node)
         known = {i - 1: c for i, c in enumerate(_constant_of(v) for v in inputs) if i > 0 and c is not UNKNOWN}
+        types = _refined_types(node, function)
         inner = stack + ((site,) if site else ())
-        specialised = self.graph(function.graph, None, known, inner, conditional, _refined_types(node, function))
-        if specialised is not None:
-            self.dropped_calls(qualified, specialised, inner, conditional)
+        if len(inner) > _MAX_DEPTH:
+            return
+        # A free function's calls depend only on its arguments: walk it once per distinct
+        # call (F.batch_norm in every block of a deep network) and replay the result.
+        key = (qualified, _freeze(known), tuple(sorted((i, str(t)) for i, t in types.items())),
+               self.training, self.device, conditional)
+        cacheable = qualified.startswith("__torch__.torch.")  # user code may change under the same name
+        relative = _FUNCTION_WALKS.get(key) if cacheable else None
+        if relative is None:
+            walker = _Walker(self.training, self.device)
+            specialised = walker.graph(function.graph, None, known, (), conditional, types)
+            if specialised is not None:
+                walker.dropped_calls(qualified, specialised, (), conditional)
+            relative = (walker.found, walker.unresolved_calls)
+            if cacheable:
+                _FUNCTION_WALKS[key] = relative
+        found, unresolved = relative
+        self.found.extend(dataclasses.replace(op, sites=inner + op.sites) for op in found)
+        self.unresolved_calls.extend(unresolved)
 
     def dropped_calls(self, qualified: str, graph: Any, stack: tuple[Site, ...], conditional: bool) -> None:
         """Calls the TorchScript compiler removed as dead code but eager mode makes."""
@@ -537,6 +555,7 @@ def script_ops(scripted: Any, devices: tuple[str, ...] = ("cpu",)) -> ScriptCapt
 
 
 _TREE_CACHE: dict[tuple, dict] = {}
+_FUNCTION_WALKS: dict[tuple, tuple] = {}
 
 
 def decomposed(op_name: str, known: dict[str, Any]) -> dict:

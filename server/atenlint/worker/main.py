@@ -34,6 +34,9 @@ def _hello() -> dict:
     import torch
 
     from atenlint.capture import file_capture  # noqa: F401 - warm the capture code too
+    from atenlint.capture.decompose import warm_up
+
+    warm_up()
 
     torchgen = importlib.util.find_spec("torchgen")
     native_yaml = None

@@ -1,0 +1,140 @@
+"""Speed of `atenlint check` against the work it cannot avoid, measured in the same run.
+
+Baseline: a fresh interpreter that imports torch, imports every file, builds each
+nn.Module class on meta and calls `torch.jit.script` on it: the bare cost of the
+TorchScript path. atenlint adds discovery, the call-site walk, decompositions, verdicts
+and the worker protocol on top; the ratio says how much that costs.
+
+Also measured: the first run with an empty table cache (parses native_functions.yaml)
+against a second run served from the cache.
+
+    python benchmarks/bench_check.py [--files 40] [--repeat 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ATENLINT = [sys.executable, "-m", "atenlint"]
+
+BASELINE = textwrap.dedent("""
+    import importlib.util, inspect, os, sys, warnings
+    warnings.simplefilter("ignore")
+    import torch
+    roots = sys.argv[1:]
+    count = 0
+    for root in roots:
+        files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".py")]
+        for path in sorted(files):
+            sys.path.insert(0, os.path.dirname(path))
+            name = "bench_" + str(abs(hash(path)))
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except Exception:
+                continue
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if issubclass(cls, torch.nn.Module) and cls.__module__ == name:
+                    try:
+                        with torch.device("meta"):
+                            instance = cls()
+                        torch.jit.script(instance)
+                        count += 1
+                    except Exception:
+                        pass
+    print(count)
+""")
+
+LAYERS = [
+    ("nn.Conv2d({c}, {c}, 3, padding=1)", "x = self.{n}(x)"),
+    ("nn.BatchNorm2d({c})", "x = self.{n}(x)"),
+    ("nn.GELU()", "x = self.{n}(x)"),
+    ("nn.Dropout(0.1)", "x = self.{n}(x)"),
+    ("nn.GroupNorm(4, {c})", "x = self.{n}(x)"),
+    ("nn.Hardsigmoid()", "x = self.{n}(x)"),
+    (None, "x = F.interpolate(x, scale_factor=1.0, mode='bilinear')"),
+    (None, "x = x + torch.heaviside(x, x)"),
+    (None, "x = x * torch.special.ndtri(x.sigmoid())"),
+    (None, "x = F.max_pool2d(x, 1)"),
+    (None, "x = torch.softmax(x, dim=1)"),
+]
+
+
+def generate_workspace(root: str, files: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    for index in range(files):
+        chosen = [rng.choice(LAYERS) for _ in range(rng.randint(4, 9))]
+        init_lines, forward_lines = [], []
+        for position, (layer, call) in enumerate(chosen):
+            name = f"layer{position}"
+            if layer:
+                init_lines.append(f"        self.{name} = {layer.format(c=16)}")
+            forward_lines.append("        " + call.format(n=name))
+        body = "\n".join(init_lines) or "        pass"
+        source = (f"import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                  f"class Model{index}(nn.Module):\n    def __init__(self):\n        super().__init__()\n{body}\n\n"
+                  f"    def forward(self, x):\n" + "\n".join(forward_lines) + "\n        return x\n")
+        with open(os.path.join(root, f"model_{index:02d}.py"), "w", encoding="utf-8") as handle:
+            handle.write(source)
+
+
+def timed(command: list, env: dict) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, cwd=REPO)
+    return time.perf_counter() - started
+
+
+def measure(paths: list, repeat: int, cache: str) -> dict:
+    env = dict(os.environ, ATENLINT_CACHE_DIR=cache, PYTHONWARNINGS="ignore")
+    baseline = [timed([sys.executable, "-c", BASELINE, *paths], env) for _ in range(repeat)]
+    shutil.rmtree(cache, ignore_errors=True)
+    cold_cache = timed(ATENLINT + ["check", *paths, "--format", "json"], env)
+    warm = [timed(ATENLINT + ["check", *paths, "--format", "json"], env) for _ in range(repeat)]
+    return {
+        "baseline_script_s": statistics.median(baseline),
+        "atenlint_cold_table_s": cold_cache,
+        "atenlint_warm_table_s": statistics.median(warm),
+        "ratio_vs_script": statistics.median(warm) / statistics.median(baseline),
+        "cache_speedup_s": cold_cache - statistics.median(warm),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        generated = os.path.join(scratch, "generated")
+        os.makedirs(generated)
+        generate_workspace(generated, args.files)
+        cache = os.path.join(scratch, "cache")
+        results["examples"] = measure([os.path.join(REPO, "examples")], args.repeat, cache)
+        results[f"generated_{args.files}_files"] = measure([generated], args.repeat, cache)
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        print()
+    else:
+        for name, row in results.items():
+            print(f"{name}: atenlint {row['atenlint_warm_table_s']:.2f}s vs torch.jit.script "
+                  f"{row['baseline_script_s']:.2f}s (ratio {row['ratio_vs_script']:.2f}); "
+                  f"first run with an empty table cache {row['atenlint_cold_table_s']:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""Pieces several commands share: exit codes, usage errors, worker setup."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad arguments: the command prints the message and exits with 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own usage errors exit 2 as well
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"atenlint: error: {message}\n")
+
+
+def stderr_log(verbose: bool):
+    if verbose:
+        return lambda message: print(f"atenlint: {message}", file=sys.stderr)
+    return lambda message: None
+
+
+def default_jobs(paths: list) -> int:
+    """A second worker costs a torch import (seconds, hundreds of MB): only worth it for
+    large workspaces, and never more than the machine has cores for."""
+    if all(os.path.isfile(p) for p in paths):
+        return 1
+    count = 0
+    for path in paths:
+        for _, _, names in os.walk(path):
+            count += sum(name.endswith(".py") for name in names)
+            if count > 60:
+                return max(1, min(2, (os.cpu_count() or 1) - 1))
+    return 1

@@ -1,0 +1,139 @@
+"""The TorchScript walk: call sites, specialisation, what library code really runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from atenlint.capture.script import ScriptFailure, script, script_ops
+
+
+def load(tmp_path, source, name="scripted_case"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source).lstrip())
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def capture(module, cls="Net", devices=("mps",)):
+    with torch.device("meta"):
+        instance = getattr(module, cls)()
+    return script_ops(script(instance), devices)
+
+
+def user_ops(captured, phase=None):
+    out = set()
+    for op in captured.ops:
+        if phase is not None and op.training != (phase == "train"):
+            continue
+        out.add((op.op, op.sites[0].line))
+    return out
+
+
+def test_untaken_interpolate_branches_vanish(tmp_path):
+    module = load(tmp_path, """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.interpolate(x, scale_factor=2.0, mode="bilinear")
+    """)
+    names = {op.op for op in capture(module).ops}
+    assert "aten::upsample_bilinear2d.vec" in names
+    assert not {n for n in names if "bicubic" in n or "trilinear" in n or "nearest" in n or "adaptive" in n}
+
+
+def test_training_branches_are_tagged(tmp_path):
+    module = load(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                if self.training:
+                    x = torch.poisson(x)
+                return x
+    """)
+    captured = capture(module)
+    assert ("aten::poisson", 7) in user_ops(captured, "train")
+    assert ("aten::poisson", 7) not in user_ops(captured, "eval")
+
+
+def test_device_checks_are_decided_for_the_target_device(tmp_path):
+    module = load(tmp_path, """
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                if x.is_cuda:
+                    return torch.poisson(x)
+                if x.device.type == "mps":
+                    return torch.mode(x).values
+                return x
+    """)
+    mps = {op.op for op in capture(module, devices=("mps",)).ops}
+    cuda = {op.op for op in capture(module, devices=("cuda",)).ops}
+    assert "aten::mode" in mps and "aten::poisson" not in mps
+    assert "aten::poisson" in cuda and "aten::mode" not in cuda
+
+
+def test_embedding_renorm_dropped_by_the_compiler_is_recovered(tmp_path):
+    module = load(tmp_path, """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Embedding(10, 4, max_norm=1.0)
+                self.b = nn.Embedding(10, 4)
+
+            def forward(self, i):
+                return self.a(i) + self.b(i)
+    """)
+    renorms = [op for op in capture(module).ops if op.op == "aten::embedding_renorm_"]
+    assert renorms and {op.sites[0].line for op in renorms} == {10}
+    assert {op.sites[0].col for op in renorms} == {15}
+
+
+def test_library_branches_decided_at_run_time_are_conditional(tmp_path):
+    module = load(tmp_path, """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.interpolate(x, size=(3, 3), mode="area")
+    """)
+    pools = {op.op: op.conditional for op in capture(module).ops if "adaptive_avg_pool" in op.op}
+    assert pools == {"aten::adaptive_avg_pool1d": True, "aten::adaptive_avg_pool2d": True,
+                     "aten::adaptive_avg_pool3d": True}
+
+
+def test_script_failures_keep_message_and_caret(tmp_path):
+    module = load(tmp_path, """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = lambda t: t * 2
+
+            def forward(self, x):
+                return self.act(x)
+    """)
+    with torch.device("meta"):
+        instance = module.Net()
+    with pytest.raises(ScriptFailure) as failure:
+        script(instance)
+    site = failure.value.site
+    assert site is not None and site.line == 9 and site.file.endswith("scripted_case.py")
+    assert failure.value.message

@@ -1,0 +1,131 @@
+"""The command line as users and CI run it: real subprocesses, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import REPO
+
+FALLBACK = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return torch.take(x, torch.tensor([0]))
+""").lstrip()
+CLEAN = textwrap.dedent("""
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+""").lstrip()
+
+
+def atenlint(*args, cwd=REPO, module=False):
+    command = [sys.executable, "-m", "atenlint"] if module else [os.path.join(os.path.dirname(sys.executable),
+                                                                              "atenlint")]
+    return subprocess.run(command + list(args), cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    (tmp_path / "bad.py").write_text(FALLBACK)
+    (tmp_path / "good.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_text_output_reads_like_a_compiler_and_exits_1(workspace):
+    result = atenlint("check", str(workspace / "bad.py"), str(workspace / "good.py"))
+    assert result.returncode == 1, result.stderr
+    first, summary = result.stdout.strip().splitlines()
+    assert re.fullmatch(r".*bad\.py:7:16: warning \[mps\] `torch\.take` reaches `aten::take`.* \(MPS001\)", first)
+    assert summary.startswith("atenlint: 1 warning in 2 files (2 module classes) for mps on torch ")
+
+
+def test_clean_file_exits_0(workspace):
+    result = atenlint("check", str(workspace / "good.py"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no problems" in result.stdout
+
+
+def test_json_contract(workspace):
+    result = atenlint("check", "--format", "json", "bad.py", cwd=workspace)
+    data = json.loads(result.stdout)
+    assert set(data) == {"atenlint", "torch", "targets", "diagnostics", "errors"}
+    assert data["targets"] == ["mps"]
+    (diagnostic,) = data["diagnostics"]
+    assert diagnostic == {
+        "path": "bad.py",
+        "range": {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": 47}},
+        "severity": "warning", "target": "mps", "code": "MPS001", "ops": ["aten::take"], "call": "torch.take",
+        "module": "bad.Net", "capture": "script", "message": diagnostic["message"], "fixes": [],
+    }
+    assert "PYTORCH_ENABLE_MPS_FALLBACK=1" in diagnostic["message"]
+
+
+def test_python_dash_m_and_folder_recursion(workspace):
+    (workspace / ".venv").mkdir()
+    (workspace / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    (workspace / ".venv" / "hidden.py").write_text(FALLBACK)
+    (workspace / "node_modules").mkdir()
+    (workspace / "node_modules" / "x.py").write_text(FALLBACK)
+    result = atenlint("check", ".", "--format", "json", cwd=workspace, module=True)
+    assert result.returncode == 1
+    assert sorted({d["path"] for d in json.loads(result.stdout)["diagnostics"]}) == ["bad.py"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["check", "missing.py"], "no such file or directory: missing.py"),
+    (["check", ".", "--target", "tpu"], "unknown target 'tpu'"),
+    (["check", ".", "--config", "nope.toml"], "--config: no such file"),
+    (["check", ".", "--timeout", "0"], "--timeout: must be a positive number"),
+    (["check"], "the following arguments are required: PATH"),
+    ([], ""),
+])
+def test_usage_errors_exit_2(workspace, args, message):
+    result = atenlint(*args, cwd=workspace)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_config_file_supplies_targets_and_factories(workspace):
+    (workspace / "needs_args.py").write_text(FALLBACK.replace("class Net(nn.Module):", "class Net(nn.Module):\n"
+                                                              "    def __init__(self, width):\n"
+                                                              "        super().__init__()\n"))
+    (workspace / "cfg.toml").write_text('[tool.atenlint]\ntargets = ["mps"]\n'
+                                        '[tool.atenlint.modules."needs_args.Net"]\ninit = "Net(width=3)"\n')
+    result = atenlint("check", "needs_args.py", "--config", "cfg.toml", "--format", "json", cwd=workspace)
+    codes = [d["code"] for d in json.loads(result.stdout)["diagnostics"]]
+    assert codes == ["MPS001"]
+    without = atenlint("check", "needs_args.py", "--format", "json", cwd=workspace)
+    assert [d["code"] for d in json.loads(without.stdout)["diagnostics"]] == ["ATL003"]
+    assert without.returncode == 0  # information only
+
+
+def test_invalid_project_config_is_reported(workspace):
+    (workspace / "pyproject.toml").write_text("[tool.atenlint]\ntargets = ['tpu']\n")
+    result = atenlint("check", "bad.py", "--format", "json", cwd=workspace)
+    (diagnostic,) = json.loads(result.stdout)["diagnostics"]
+    assert diagnostic["code"] == "ATL010" and "unknown target 'tpu'" in diagnostic["message"]
+    assert result.returncode == 1
+
+
+def test_output_to_a_closed_pipe_is_quiet(workspace):
+    command = f"{sys.executable} -m atenlint check . --format json | head -c 10"
+    result = subprocess.run(command, shell=True, cwd=workspace, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import os
+
+from atenlint.discover import import_location, iter_python_files, outline
+from atenlint.sourcetext import SourceText
+
+
+def touch(path, text=""):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def test_walk_skips_environments_and_build_folders(tmp_path):
+    for name in ("a.py", "pkg/b.py", ".git/c.py", "node_modules/d.py", "build/e.py", "dist/f.py",
+                 "env/g.py", "x.egg-info/h.py", "notes.txt"):
+        touch(str(tmp_path / name))
+    touch(str(tmp_path / "env" / "pyvenv.cfg"))
+    files, errors = iter_python_files([str(tmp_path), str(tmp_path / "a.py"), str(tmp_path / "missing")])
+    assert [os.path.relpath(f, tmp_path) for f in files] == ["a.py", os.path.join("pkg", "b.py")]
+    assert errors == [(str(tmp_path / "missing"), "no such file or directory")]
+
+
+def test_import_names_follow_packages_and_src_layouts(tmp_path):
+    touch(str(tmp_path / "src/acme/__init__.py"))
+    touch(str(tmp_path / "src/acme/nets/__init__.py"))
+    touch(str(tmp_path / "src/acme/nets/model.py"))
+    touch(str(tmp_path / "scripts/train.py"))
+    name, roots = import_location(str(tmp_path / "src/acme/nets/model.py"), str(tmp_path))
+    assert name == "acme.nets.model"
+    assert roots == [str(tmp_path / "src"), str(tmp_path)]
+    assert import_location(str(tmp_path / "src/acme/nets/__init__.py"))[0] == "acme.nets"
+    assert import_location(str(tmp_path / "scripts/train.py"))[0] == "train"
+
+
+def test_outline_reads_directives_only_from_comments():
+    text = (
+        "import torch.nn as nn\n"
+        "# atenlint: init=Net(width=4)\n"
+        "# atenlint: inputs=(torch.randn(2, 4),)\n"
+        "class Net(nn.Module):\n"
+        "    s = '# atenlint: skip'\n"
+        "    def forward(self, x):\n"
+        "        return x  # atenlint: ignore[aten::take, MPS001] noisy\n"
+        "class Plain:  # atenlint: init=Plain(); inputs=torch.ones(3)\n"
+        "    pass\n"
+        "class Bad(nn.Module):  # atenlint: init=Bad(\n"
+        "    pass\n"
+    )
+    result = outline(SourceText(text))
+    net, plain, bad = result.classes
+    assert net.directives == {"init": "Net(width=4)", "inputs": "(torch.randn(2, 4),)"}
+    assert net.might_be_module() and not plain.might_be_module()
+    assert plain.directives == {"init": "Plain()", "inputs": "torch.ones(3)"}
+    assert bad.directives == {}
+    assert result.ignores == {6: frozenset({"aten::take", "MPS001"})}
+    assert [line for line, _ in result.directive_errors] == [9]
+    assert (net.name_range.start.character, net.name_range.end.character) == (6, 9)
