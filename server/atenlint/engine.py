@@ -32,7 +32,7 @@ class Occurrence:
 
     module: str
     op: str
-    tree: dict
+    trees: dict  # view ("dispatch", "export") -> call tree
     phases: tuple
     sites: list  # outermost first: {"file", "line", "col", "span_lines", "end_col", "library"}
     capture: str
@@ -214,6 +214,7 @@ class Engine:
             return result
         request = {"path": path, "module": module_name, "roots": roots, "skip": skip,
                    "devices": sorted({t.device for t in self.targets_for(settings)}),
+                   "views": sorted({getattr(t, "tree_view", "dispatch") for t in self.targets_for(settings)}),
                    "overlays": dict(overlays or {}), "classes": classes}
         if text is not None:
             request["overlays"][path] = source.text
@@ -344,7 +345,7 @@ class Engine:
                     data={"script_error": cls["script_error"]}))
                 continue
             for raw in cls["ops"]:
-                result.occurrences.append(Occurrence(cls["module"], raw["op"], raw["tree"], tuple(raw["phases"]),
+                result.occurrences.append(Occurrence(cls["module"], raw["op"], raw["trees"], tuple(raw["phases"]),
                                                      raw["sites"], "script", raw.get("args", {}),
                                                      bool(raw.get("conditional")),
                                                      tuple(raw.get("devices", ()))))
@@ -378,7 +379,10 @@ class Engine:
                 for target in targets:
                     if occurrence.devices and target.device not in occurrence.devices:
                         continue
-                    problems = target.problems(occurrence.tree, occurrence.phases)
+                    tree = occurrence.trees.get(getattr(target, "tree_view", "dispatch"))
+                    if tree is None:
+                        continue
+                    problems = target.problems(tree, occurrence.phases)
                     if not problems:
                         continue
                     key = (os.path.abspath(site["file"]), located.range, target.name)

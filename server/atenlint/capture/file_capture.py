@@ -37,9 +37,11 @@ def capture_file(request: dict) -> dict:
         candidates = list(config) + list(request.get("candidates", []))
         skip = set(request.get("skip", ()))
         devices = tuple(request.get("devices") or ("cpu",))
+        views = tuple(request.get("views") or ("dispatch",))
         for qualname, cls in module_classes(module, candidates):
             if qualname not in skip:
-                answer["classes"].append(capture_class(qualname, cls, module, config.get(qualname, {}), devices))
+                answer["classes"].append(capture_class(qualname, cls, module, config.get(qualname, {}), devices,
+                                                       views))
     answer["seconds"] = time.perf_counter() - started
     return answer
 
@@ -54,7 +56,8 @@ def _import_error(error: BaseException, path: str) -> dict:
             "line": line, "trace": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
 
 
-def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: tuple[str, ...]) -> dict:
+def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: tuple[str, ...],
+                  views: tuple[str, ...] = ("dispatch",)) -> dict:
     result: dict[str, Any] = {"qualname": qualname, "name": cls.__name__,
                               "module": f"{module.__name__}.{qualname}", "status": "ok", "ops": []}
     started = time.perf_counter()
@@ -84,7 +87,7 @@ def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: 
                 "phases": [],
                 "devices": [],
                 "conditional": True,
-                "tree": decomposed(call.op, call.known),
+                "trees": {view: decomposed(call.op, call.known, view) for view in views},
             }
         entry["conditional"] = entry["conditional"] and call.conditional
         phase = "train" if call.training else "eval"

@@ -558,14 +558,27 @@ _TREE_CACHE: dict[tuple, dict] = {}
 _FUNCTION_WALKS: dict[tuple, tuple] = {}
 
 
-def decomposed(op_name: str, known: dict[str, Any]) -> dict:
-    """The call tree for one scripted call, cached by overload and constant arguments."""
-    key = (op_name, _freeze(known))
+def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> dict:
+    """The call tree for one scripted call, cached by overload and constant arguments.
+
+    view "dispatch": what a device backend's dispatcher is asked for (composites expanded
+    as their kernels do); "export": what torch.export's core-ATen decomposition produces.
+    """
+    key = (op_name, _freeze(known), view)
     tree = _TREE_CACHE.get(key)
     if tree is None:
         qualified, _, overload = op_name.partition(".")
         resolved = resolve_overload(qualified, overload)
-        tree = {"op": op_name, "calls": None, "undecomposed": True} if resolved is None else call_tree(resolved, known)
+        if resolved is None:
+            tree = None
+        elif view == "export":
+            from .export_decompose import export_tree
+
+            tree = export_tree(resolved, known)
+        else:
+            tree = call_tree(resolved, known)
+        if tree is None:
+            tree = {"op": op_name, "calls": None, "undecomposed": True}
         _TREE_CACHE[key] = tree
     return tree
 

@@ -33,6 +33,7 @@ class Target(Protocol):
     name: str
     description: str
     device: str  # the device the model runs on for this target (capture specialises for it)
+    tree_view: str  # "dispatch" (a device backend's dispatcher) or "export" (core-ATen decomposition)
 
     def problems(self, tree: dict, phases: tuple[str, ...]) -> list[Problem]:
         """The problems of one captured call (empty when it runs fine)."""

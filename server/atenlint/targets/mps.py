@@ -53,6 +53,7 @@ class MpsTarget:
     name = "mps"
     description = "Apple GPUs through PyTorch's MPS backend"
     device = "mps"  # the device library code sees (it picks kernels and fast paths by it)
+    tree_view = "dispatch"
 
     def __init__(self, table: NativeTable, python_kernels=(), options: MpsOptions = MpsOptions()):
         self.table = table
