@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 FALLBACK = textwrap.dedent("""
     import torch
@@ -73,9 +73,12 @@ def test_json_contract(workspace):
         "path": "bad.py",
         "range": {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": 47}},
         "severity": "warning", "target": "mps", "code": "MPS001", "ops": ["aten::take"], "call": "torch.take",
-        "module": "bad.Net", "capture": "script", "message": diagnostic["message"], "fixes": [],
+        "module": "bad.Net", "capture": "script", "message": diagnostic["message"], "fixes": diagnostic["fixes"],
     }
     assert "PYTORCH_ENABLE_MPS_FALLBACK=1" in diagnostic["message"]
+    rewrite = diagnostic["fixes"][0]  # the catalog's fixes (tests/fixes cover each one)
+    assert (rewrite["id"], rewrite["kind"], rewrite["exact"]) == ("take-flat-index", "rewrite", True)
+    assert rewrite["edits"][0]["range"]["start"]["line"] == 6
 
 
 def test_python_dash_m_and_folder_recursion(workspace):
@@ -129,3 +132,13 @@ def test_output_to_a_closed_pipe_is_quiet(workspace):
     command = f"{sys.executable} -m atenlint check . --format json | head -c 10"
     result = subprocess.run(command, shell=True, cwd=workspace, capture_output=True, text=True, timeout=300)
     assert "Traceback" not in result.stderr
+
+
+def test_no_exec_never_imports_and_still_reports(workspace):
+    canary = workspace / "canary.txt"
+    (workspace / "side_effect.py").write_text(f"open({str(canary)!r}, 'w').write('ran')\n" + FALLBACK)
+    result = atenlint("check", "side_effect.py", "--no-exec", "--format", "json", cwd=workspace)
+    assert not canary.exists()
+    (diagnostic,) = json.loads(result.stdout)["diagnostics"]
+    assert (diagnostic["code"], diagnostic["capture"], diagnostic["ops"]) == ("MPS001", "static", ["aten::take"])
+    assert result.returncode == 1

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import GOLDEN, check_json, load_expected
+from support import GOLDEN, check_json, load_expected
 
 CASES = sorted(d for d in os.listdir(GOLDEN) if os.path.isdir(os.path.join(GOLDEN, d)))
 

@@ -14,7 +14,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-KNOWN_TARGETS = ("mps",)
+from .targets.names import ONNX_EXPORTERS, known as _known_target, listing as _target_listing
+
+KNOWN_TARGETS = _target_listing()
 SEVERITY_NAMES = ("error", "warning", "information", "hint", "off")
 
 
@@ -35,6 +37,7 @@ class Settings:
     targets: tuple[str, ...] = ("mps",)
     timeout: float = 60.0
     mps_fallback: bool = True
+    onnx_exporter: Optional[str] = None  # "dynamo" | "torchscript"; None: torch.onnx.export's default
     workers: int = 0  # 0: automatic
     max_file_bytes: int = 5 * 1024 * 1024
     exclude: tuple[str, ...] = ()
@@ -50,7 +53,7 @@ class Settings:
 
     def fingerprint(self) -> str:
         """Everything that changes results, as text (part of cache keys)."""
-        return repr((self.targets, self.mps_fallback, sorted((k, repr(v)) for k, v in self.modules.items()),
+        return repr((self.targets, self.mps_fallback, self.onnx_exporter, sorted((k, repr(v)) for k, v in self.modules.items()),
                      sorted((k, sorted(v)) for k, v in self.ignore.items()), sorted(self.severity.items())))
 
 
@@ -64,7 +67,7 @@ def parse_targets(value: Any, where: str) -> tuple[str, ...]:
         value = [v.strip() for v in value.split(",") if v.strip()]
     _require(isinstance(value, list) and value and all(isinstance(v, str) for v in value), where,
              "targets must be a non-empty list of target names")
-    unknown = [v for v in value if v not in KNOWN_TARGETS]
+    unknown = [v for v in value if not _known_target(v)]
     _require(not unknown, where, f"unknown target {', '.join(map(repr, unknown))}; "
                                  f"known targets: {', '.join(KNOWN_TARGETS)}")
     return tuple(dict.fromkeys(value))
@@ -72,7 +75,7 @@ def parse_targets(value: Any, where: str) -> tuple[str, ...]:
 
 def settings_from_table(table: dict, where: str, base: Settings = Settings()) -> Settings:
     """Settings from a `[tool.atenlint]` table (keys in kebab-case, as TOML users write them)."""
-    known = {"targets", "timeout", "mps-fallback", "workers", "max-file-size", "exclude", "modules",
+    known = {"targets", "timeout", "mps-fallback", "onnx-exporter", "workers", "max-file-size", "exclude", "modules",
              "ignore", "severity"}
     unknown = sorted(set(table) - known)
     _require(not unknown, where, f"unknown key {', '.join(map(repr, unknown))}; known keys: {', '.join(sorted(known))}")
@@ -86,6 +89,10 @@ def settings_from_table(table: dict, where: str, base: Settings = Settings()) ->
     if "mps-fallback" in table:
         _require(isinstance(table["mps-fallback"], bool), where, "mps-fallback must be true or false")
         values["mps_fallback"] = table["mps-fallback"]
+    if "onnx-exporter" in table:
+        _require(table["onnx-exporter"] in ONNX_EXPORTERS, where,
+                 f"onnx-exporter must be one of {', '.join(map(repr, ONNX_EXPORTERS))}")
+        values["onnx_exporter"] = table["onnx-exporter"]
     if "workers" in table:
         _require(isinstance(table["workers"], int) and table["workers"] >= 0, where, "workers must be a whole number")
         values["workers"] = table["workers"]

@@ -18,6 +18,7 @@ from . import findings as codes
 from .config import ConfigError, Settings, SettingsResolver
 from .discover import FileOutline, import_location, iter_python_files, outline
 from .findings import FileError, Finding
+from .fixes import attach_fixes
 from .locate import ExpressionLocator
 from .sourcetext import DecodeError, Position, Range, SourceText, decode_source
 from .targets import build_targets
@@ -39,6 +40,7 @@ class Occurrence:
     args: dict = field(default_factory=dict)
     conditional: bool = False  # only reached through a library branch decided at run time
     devices: tuple = ()  # the devices assumed when the capture reached it
+    facts: dict = field(default_factory=dict)  # dtypes and ranks a trace saw (dtype rules)
 
     def user_site(self) -> Optional[dict]:
         """The innermost site in the user's own files."""
@@ -62,8 +64,22 @@ class FileCapture:
     module_findings: list = field(default_factory=list)
     occurrences: list = field(default_factory=list)
     classes: list = field(default_factory=list)  # the worker's per-class answers
+    imported: list = field(default_factory=list)  # the user's files the import pulled in
     seconds: float = 0.0
     worker_seconds: float = 0.0
+
+
+@dataclass
+class CallSite:
+    """One user expression that dispatches aten ops, with each target's verdict (hover)."""
+
+    path: str
+    range: Range
+    call: str
+    ops: list  # the overloads the call makes, as captured (before decomposition)
+    reached: list  # what the backends are asked for after decomposition
+    verdicts: dict  # target -> {"status": "supported"|"problem"|"conditional", "ops": [...], "message": str}
+    capture: str
 
 
 @dataclass
@@ -168,17 +184,23 @@ class Engine:
         return self.hello.get("torch", "?")
 
     def targets_for(self, settings: Settings) -> list:
-        key = (settings.targets, settings.mps_fallback)
+        key = (settings.targets, settings.mps_fallback, getattr(settings, "onnx_exporter", None))
         if key not in self._targets:
             self.start()
-            self._targets[key] = build_targets(settings, self.native, self.hello)
+            self._targets[key] = build_targets(settings, self.native, self.hello, self.pool, self.log)
         return self._targets[key]
 
     # -- capture ---------------------------------------------------------
+    def capture_static(self, path: str, text: Optional[str] = None, display: Optional[str] = None) -> FileCapture:
+        """Like `capture`, but the file is only read, never imported: `--no-exec` and the
+        editor's Restricted Mode."""
+        return self.capture(path, text=text, display=display, execute=False)
+
     def capture(self, path: str, text: Optional[str] = None, overlays: Optional[dict] = None,
-                display: Optional[str] = None) -> FileCapture:
+                display: Optional[str] = None, execute: bool = True) -> FileCapture:
         """Everything about one file short of target verdicts. `text` is the editor's
-        buffer (None: read the file); `overlays` are other unsaved buffers by path."""
+        buffer (None: read the file); `overlays` are other unsaved buffers by path;
+        `execute=False` reads the source without importing it (static capture)."""
         started = time.perf_counter()
         path = os.path.abspath(path)
         display = display or display_path(path, self.cwd)
@@ -218,8 +240,11 @@ class Engine:
                    "overlays": dict(overlays or {}), "classes": classes}
         if text is not None:
             request["overlays"][path] = source.text
+        if not execute:
+            request = {"path": path, "module": module_name, "text": source.text, "classes": list(classes),
+                       "skip": skip, "devices": request["devices"], "views": request["views"], "roots": roots}
         try:
-            answer = self.pool.request("analyse", request, settings.timeout)
+            answer = self.pool.request("analyse" if execute else "static", request, settings.timeout)
         except WorkerFailure as failure:
             result.module_findings.append(self._worker_finding(result, failure, module_name))
             result.seconds = time.perf_counter() - started
@@ -233,6 +258,7 @@ class Engine:
             result.seconds = time.perf_counter() - started
             return result
         result.worker_seconds = answer.get("seconds", 0.0)
+        result.imported = [p for p in answer.get("imported", []) if os.path.abspath(p) != path]
         self._read_answer(result, answer, module_name, file_outline)
         result.seconds = time.perf_counter() - started
         return result
@@ -288,10 +314,11 @@ class Engine:
             message = f"Python cannot parse this file: {error.msg} (line {line0 + 1}); its modules are not analysed"
         except ValueError as error:  # null bytes
             message, line0, col = f"Python cannot parse this file: {error}", 0, 0
+        width = len(source.line_text(line0))
+        col = min(col, max(width - 1, 0))  # Python points one past the end for "expected ..."
         start = Position(line0, source.utf16_from_char(line0, col))
-        end = Position(line0, source.utf16_from_char(line0, len(source.line_text(line0))))
-        return Finding(result.display, Range(start, end if end.character > start.character else
-                                             Position(line0, start.character + 1)),
+        end = Position(line0, source.utf16_from_char(line0, max(width, col + 1) if width else 0))
+        return Finding(result.display, Range(start, end),
                        "error", codes.SYNTAX_ERROR, message, abs_path=result.path)
 
     def _file_finding(self, result: FileCapture, code: str, severity: str, message: str, line0: int = 0) -> Finding:
@@ -329,6 +356,7 @@ class Engine:
             return
         by_qualname = {c.qualname: c for c in file_outline.classes}
         result.classes = answer.get("classes", [])
+        reported_failures = _script_failures_to_report(result.classes, file_outline)
         for cls in result.classes:
             info = by_qualname.get(cls["qualname"])
             name_range = info.name_range if info else Range(Position(0, 0), Position(0, 0))
@@ -338,17 +366,26 @@ class Engine:
                     _build_message(cls, module_name), module=cls["module"], abs_path=result.path,
                     data={"class": cls["name"], "key": cls["module"], "missing": cls["build_error"]["missing"]}))
                 continue
-            if cls["status"] == "script_failed":
+            if cls.get("trace_error"):
+                error = cls["trace_error"]
+                where = f" (line {error['site']['line']})" if error.get("site") else ""
+                result.module_findings.append(Finding(
+                    result.display, name_range, "warning", codes.TRACE_FAILED,
+                    f"`{cls['name']}` could not be traced with its example inputs{where}: {error['message']}; "
+                    f"it was analysed without them", module=cls["module"], abs_path=result.path,
+                    data={"class": cls["name"], "key": cls["module"]}))
+            if cls["status"] == "script_failed" and cls["qualname"] in reported_failures:
                 result.module_findings.append(Finding(
                     result.display, name_range, "information", codes.SCRIPT_FAILED,
                     _script_message(cls, result.path), module=cls["module"], abs_path=result.path,
-                    data={"script_error": cls["script_error"]}))
-                continue
+                    data={"script_error": cls["script_error"], "class": cls["name"], "key": cls["module"],
+                          "class_line": info.line if info else 0}))
+            capture = cls.get("capture") or ("static" if cls["status"] == "static" else "script")
             for raw in cls["ops"]:
                 result.occurrences.append(Occurrence(cls["module"], raw["op"], raw["trees"], tuple(raw["phases"]),
-                                                     raw["sites"], "script", raw.get("args", {}),
+                                                     raw["sites"], capture, raw.get("args", {}),
                                                      bool(raw.get("conditional")),
-                                                     tuple(raw.get("devices", ()))))
+                                                     tuple(raw.get("devices", ())), raw.get("facts") or {}))
 
     # -- verdicts --------------------------------------------------------
     def findings(self, captures: Iterable[FileCapture], sources: Optional[SourceCache] = None) -> list[Finding]:
@@ -363,8 +400,11 @@ class Engine:
         for capture in captures:
             if capture.source is not None:
                 sources.put(capture.path, capture.source)
+            whole, replaced = self._class_results(capture, sources)
             out.extend(f for f in capture.module_findings
-                       if not (f.code == codes.CANNOT_BUILD and f.module in covered))
+                       if not (f.code == codes.CANNOT_BUILD and f.module in covered)
+                       and (f.module, f.code) not in replaced)
+            out.extend(whole)
             if not capture.occurrences:
                 continue
             targets = self.targets_for(capture.settings)
@@ -375,7 +415,8 @@ class Engine:
                 locator = sources.locator(site["file"])
                 if locator is None:
                     continue
-                located = locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"))
+                located = locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"),
+                                         site.get("exact", False))
                 for target in targets:
                     if occurrence.devices and target.device not in occurrence.devices:
                         continue
@@ -383,6 +424,8 @@ class Engine:
                     if tree is None:
                         continue
                     problems = target.problems(tree, occurrence.phases)
+                    if occurrence.facts and hasattr(target, "facts_problems"):
+                        problems = problems + target.facts_problems(occurrence.op, occurrence.facts)
                     if not problems:
                         continue
                     key = (os.path.abspath(site["file"]), located.range, target.name)
@@ -402,7 +445,37 @@ class Engine:
             finding = self._site_finding(path, rng, group, sources, displays.get(path))
             if finding is not None:
                 out.append(finding)
-        return self._apply_ignores(out, sources)
+        # Each finding gets the catalog's fixes for its call (rewrites, remedies) as plain edits.
+        return attach_fixes(self._apply_ignores(out, sources), sources, self.resolver, self.log)
+
+    def _class_results(self, capture: FileCapture, sources: SourceCache) -> tuple[list, set]:
+        """Verdicts a target gives about a whole class (TorchScript cannot compile it, the
+        target's package is missing), and the module-level findings they make redundant."""
+        found: list[Finding] = []
+        replaced: set = set()
+        if not capture.classes:
+            return found, replaced
+        targets = [t for t in self.targets_for(capture.settings) if hasattr(t, "class_results")]
+        by_qualname = {c.qualname: c for c in capture.outline.classes} if capture.outline else {}
+        for cls in capture.classes:
+            info = by_qualname.get(cls.get("qualname"))
+            for target in targets:
+                for result in target.class_results(cls):
+                    severity = capture.settings.severity.get(target.name, result.severity)
+                    if severity == "off" or _ignored(capture.settings, target.name, result.code):
+                        continue
+                    path, rng = capture.path, info.name_range if info else Range(Position(0, 0), Position(0, 0))
+                    locator = sources.locator(result.site["file"]) if result.site else None
+                    if locator is not None:
+                        site = result.site
+                        rng = locator.locate(site["line"], site["col"], site.get("span_lines", 1),
+                                             site.get("end_col")).range
+                        path = os.path.abspath(site["file"])
+                    display = capture.display if path == capture.path else display_path(path, self.cwd)
+                    found.append(Finding(display, rng, severity, result.code, result.message, target=target.name,
+                                         module=cls.get("module"), capture="script", abs_path=path))
+                    replaced.update((cls.get("module"), code) for code in result.replaces)
+        return found, replaced
 
     def _site_finding(self, path: str, rng: Range, group: dict, sources: SourceCache,
                       display: Optional[str]) -> Optional[Finding]:
@@ -440,7 +513,8 @@ class Engine:
             target=target.name, ops=[p.op for p in problems], call=call, module=occurrence.module,
             capture=occurrence.capture, related=related, abs_path=path,
             data={"reached": group["reached"], "kinds": {p.op: p.kind for p in problems},
-                  "args": occurrence.args, "torch": self.torch_version, "conditional": conditional})
+                  "args": occurrence.args, "torch": self.torch_version, "conditional": conditional,
+                  **({"arg_shapes": occurrence.facts["arg_shapes"]} if occurrence.facts.get("arg_shapes") else {})})
 
     def _apply_ignores(self, found: list[Finding], sources: SourceCache) -> list[Finding]:
         kept = []
@@ -451,9 +525,45 @@ class Engine:
             kept.append(finding)
         return kept
 
+    def call_sites(self, captures: Iterable[FileCapture], sources: Optional[SourceCache] = None) -> list[CallSite]:
+        """Every located call with the overloads it makes and each target's verdict."""
+        sources = sources or SourceCache()
+        by_site: dict[tuple, CallSite] = {}
+        for capture in captures:
+            if capture.source is not None:
+                sources.put(capture.path, capture.source)
+            targets = self.targets_for(capture.settings) if capture.occurrences else []
+            for occurrence in capture.occurrences:
+                site = occurrence.user_site()
+                locator = sources.locator(site["file"]) if site else None
+                if locator is None:
+                    continue
+                located = locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"),
+                                         site.get("exact", False))
+                key = (os.path.abspath(site["file"]), located.range)
+                entry = by_site.setdefault(key, CallSite(key[0], located.range, located.call, [], [], {},
+                                                         occurrence.capture))
+                _add_unique(entry.ops, [occurrence.op])
+                _add_unique(entry.reached, _leaves(occurrence.trees.get("dispatch") or {}))
+                for target in targets:
+                    if occurrence.devices and target.device not in occurrence.devices:
+                        continue
+                    tree = occurrence.trees.get(getattr(target, "tree_view", "dispatch"))
+                    if tree is None:
+                        continue
+                    verdict = entry.verdicts.setdefault(target.name, {"status": "supported", "ops": [], "message": ""})
+                    problems = target.problems(tree, occurrence.phases)
+                    if problems:
+                        _add_unique(verdict["ops"], [p.op for p in problems])
+                        status = "conditional" if occurrence.conditional else "problem"
+                        if verdict["status"] != "problem":
+                            verdict["status"] = status
+                        verdict["message"] = target.verdict([p for p in problems]).message
+        return list(by_site.values())
+
     # -- whole runs ------------------------------------------------------
     def check_paths(self, paths: list[str], jobs: int = 1,
-                    on_file: Optional[Callable[[FileCapture], None]] = None) -> Report:
+                    on_file: Optional[Callable[[FileCapture], None]] = None, execute: bool = True) -> Report:
         started = time.perf_counter()
         files, missing = iter_python_files(paths)
         errors = [FileError(path, message) for path, message in missing]
@@ -461,7 +571,7 @@ class Engine:
         sources = SourceCache()
 
         def run(path: str) -> FileCapture:
-            capture = self.capture(path, display=os.path.normpath(path))
+            capture = self.capture(path, display=os.path.normpath(path), execute=execute)
             if on_file is not None:
                 on_file(capture)
             return capture
@@ -502,6 +612,23 @@ class _Unreadable(Exception):
     def finding(self, result: FileCapture, engine: Engine) -> Finding:
         return Finding(result.display, Range(Position(self.line0, 0), Position(self.line0, self.width)),
                        self.severity, self.code, self.message, abs_path=result.path)
+
+
+def _add_unique(items: list, new: Iterable) -> None:
+    for item in new:
+        if item not in items:
+            items.append(item)
+
+
+def _leaves(tree: dict) -> list:
+    """The overloads at the bottom of a call tree: what a backend runs kernels for."""
+    calls = tree.get("calls")
+    if not calls:
+        return [tree["op"]] if tree.get("op") else []
+    out: list = []
+    for child in calls:
+        _add_unique(out, _leaves(child))
+    return out
 
 
 def _ignored(settings: Settings, target: str, name: str) -> bool:
@@ -548,11 +675,39 @@ def _build_message(cls: dict, module_name: str) -> str:
             f"in pyproject.toml, or `# atenlint: init=...` on the class line")
 
 
+def _script_failures_to_report(classes: list, file_outline: FileOutline) -> set:
+    """One ATL004 per place TorchScript stopped: classes that fail only because a submodule
+    fails (at the same line) say nothing; the class whose body holds that line says it."""
+    by_site: dict[tuple, list] = {}
+    for cls in classes:
+        if cls["status"] != "script_failed":
+            continue
+        site = (cls.get("script_error") or {}).get("site") or {}
+        by_site.setdefault((site.get("file"), site.get("line")) if site else (None, cls["qualname"]), []).append(cls)
+    spans = {}
+    for info in file_outline.classes:
+        spans[info.qualname] = info.line
+    keep = set()
+    for (file, line), group in by_site.items():
+        if file is None or len(group) == 1:
+            keep.update(c["qualname"] for c in group)
+            continue
+        # The innermost class that starts before the failing line.
+        candidates = [c for c in group if spans.get(c["qualname"], 10**9) < line]
+        owner = max(candidates, key=lambda c: spans[c["qualname"]]) if candidates else group[0]
+        keep.add(owner["qualname"])
+    return keep
+
+
 def _script_message(cls: dict, path: str) -> str:
     error = cls["script_error"]
     site = error.get("site")
-    where = ""
-    if site:
-        where = f" at {os.path.basename(site['file'])}:{site['line']}"
-    return (f"`{cls['name']}` was not analysed: TorchScript cannot compile it{where} ({error['message']}), "
+    where = f" at {os.path.basename(site['file'])}:{site['line']}" if site else ""
+    name, key = cls["name"], cls["module"]
+    if cls.get("capture") == "static":
+        return (f"`{name}` was analysed from its source only: TorchScript cannot compile it{where} "
+                f"({error['message']}). Calls decided at run time, dtypes and shapes are not seen; give example "
+                f"inputs so atenlint can trace it: [tool.atenlint.modules.\"{key}\"] inputs = \"torch.randn(...)\" "
+                f"in pyproject.toml, or `# atenlint: inputs=torch.randn(...)` on the class line")
+    return (f"`{name}` was not analysed: TorchScript cannot compile it{where} ({error['message']}), "
             f"so atenlint cannot see its operators")

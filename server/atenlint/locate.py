@@ -72,14 +72,31 @@ class ExpressionLocator:
             for node in ast.walk(tree):
                 if isinstance(node, (ast.expr, ast.AugAssign)) and hasattr(node, "lineno"):
                     self._by_start.setdefault((node.lineno, node.col_offset), []).append(node)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                        # `(x + 1).take(i)`: the Call starts at the parenthesis, a capture's
+                        # range at the receiver inside it.
+                        receiver = node.func.value
+                        if (receiver.lineno, receiver.col_offset) != (node.lineno, node.col_offset):
+                            self._by_start.setdefault((receiver.lineno, receiver.col_offset), []).append(node)
 
-    def locate(self, line: int, col: int, span_lines: int = 1, end_col: Optional[int] = None) -> Located:
-        """`line` 1-based, `col` and `end_col` UTF-8 byte columns, as the capture recorded them."""
+    def locate(self, line: int, col: int, span_lines: int = 1, end_col: Optional[int] = None,
+               exact: bool = False) -> Located:
+        """`line` 1-based, `col` and `end_col` UTF-8 byte columns, as the capture recorded
+        them; `exact`: the extent covers the whole expression (Python's own positions).
+        A negative `col` means only the line is known (Python 3.10 frames)."""
+        if col < 0:
+            on_line = [n for (ln, _), nodes in self._by_start.items() if ln == line for n in nodes
+                       if isinstance(n, ast.Call)]
+            if on_line:
+                chosen = min(on_line, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset))
+                return Located(self.source.node_range(chosen), call_label(chosen, self.source), chosen)
+            return Located(self.source.line_range(line - 1), self.source.line_text(line - 1).strip()[:60])
         candidates = self._by_start.get((line, col), [])
         chosen = None
         if end_col is not None:
             end = (line + span_lines - 1, end_col)
-            matching = [n for n in candidates if _recorded_end(n) == end]
+            measure = (lambda n: (n.end_lineno, n.end_col_offset)) if exact else _recorded_end
+            matching = [n for n in candidates if measure(n) == end]
             chosen = _best(matching)
         if chosen is None:
             chosen = _best(candidates)

@@ -37,3 +37,38 @@ def summary_line(report: Report) -> str:
     return (f"atenlint: {summary} in {report.files} file{'s' if report.files != 1 else ''} "
             f"({report.classes} module class{'es' if report.classes != 1 else ''}) for "
             f"{', '.join(report.targets) or 'mps'} on torch {report.torch_version} [{report.seconds:.1f}s]")
+
+
+def report_markdown_for(path: str, call_sites: list, findings: list, torch_version: str) -> str:
+    """One file's op report as Markdown: per call, the overloads and each target's verdict,
+    then the suggestions (fixes) — the "model structure" view of a single file."""
+    import os
+
+    lines = [f"# atenlint report: `{os.path.basename(path)}`", "", f"torch {torch_version}", ""]
+    if not call_sites:
+        lines.append("No operator calls were captured in this file.")
+    targets = sorted({t for site in call_sites for t in site.verdicts})
+    if call_sites:
+        lines.append("| line | call | operators | " + " | ".join(targets) + " |")
+        lines.append("|---|---|---|" + "---|" * len(targets))
+        for site in sorted(call_sites, key=lambda s: (s.range.start.line, s.range.start.character)):
+            cells = []
+            for target in targets:
+                verdict = site.verdicts.get(target)
+                if verdict is None or verdict["status"] == "supported":
+                    cells.append("supported")
+                else:
+                    word = "may fall back" if verdict["status"] == "conditional" else "unsupported"
+                    cells.append(f"{word}: {', '.join(verdict['ops'])}")
+            ops = ", ".join(f"`{op}`" for op in site.ops)
+            lines.append(f"| {site.range.start.line + 1} | `{site.call}` | {ops} | " + " | ".join(cells) + " |")
+    suggestions = [(f, fix) for f in findings for fix in f.fixes]
+    if suggestions:
+        lines += ["", "## Suggestions", ""]
+        for finding, fix in suggestions:
+            lines.append(f"- line {finding.range.start.line + 1}, `{finding.call}`: {fix.get('title', '')}")
+    module_level = [f for f in findings if not f.target]
+    if module_level:
+        lines += ["", "## Not analysed", ""]
+        lines += [f"- line {f.range.start.line + 1}: {f.message}" for f in module_level]
+    return "\n".join(lines) + "\n"

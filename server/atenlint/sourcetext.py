@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from dataclasses import dataclass
 from functools import cached_property
@@ -67,7 +68,7 @@ class SourceText:
     def __init__(self, text: str, path: str = "<string>"):
         self.text = text
         self.path = path
-        self.lines = text.splitlines(keepends=True) or [""]
+        self.lines = python_lines(text) or [""]
 
     @cached_property
     def tree(self) -> Optional[ast.Module]:
@@ -116,6 +117,21 @@ class SourceText:
 
     def segment(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.text, node) or ""
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def python_lines(text: str) -> list[str]:
+    """Lines as Python and LSP count them: broken at \\n, \\r\\n and \\r only (str.splitlines
+    also breaks at form feeds and other separators, which would shift every later range)."""
+    lines, start = [], 0
+    for match in _LINE_BREAK.finditer(text):
+        lines.append(text[start:match.end()])
+        start = match.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
 
 
 def utf16_length(text: str) -> int:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 pytest.importorskip("expecttest")
 pytest.importorskip("numpy")

@@ -1,9 +1,18 @@
-"""What an exporter sees of one call: the call after export-style decomposition to the
-core ATen opset (`torch._decomp.core_aten_decompositions()`), for the targets that
-judge the decomposed graph (ExecuTorch, ONNX's dynamo exporter, Core ML).
+"""What an exporter sees of one call: the call after export-style decomposition, for the
+targets that judge the decomposed graph (ExecuTorch, ONNX's dynamo exporter, TensorRT).
 
-Same tree shape as `decompose.call_tree`: {"op": name, "calls": [...] | None}; a node
-with calls was decomposed by torch's own table. Runs inside the worker.
+`torch.export(...).run_decompositions()` applies `torch.export.default_decompositions()`
+(the core-ATen table plus every CompositeImplicitAutograd kernel); ONNX's exporter applies
+that table *and* `torch._decomp.decomposition_table`, minus the ops its registry
+implements. So each node records how it decomposes and by which table:
+
+    {"op": "aten::name.overload", "calls": [nodes] | None, "via": "default" | "extra"}
+
+`via` "default": `run_decompositions()` replaces the op by `calls`; "extra": only a
+table that also takes `torch._decomp.decomposition_table` does (a target decides
+whether it would). `calls` None: nothing decomposes it (a kernel of its own). In-place
+ops are judged as their functional variants (export functionalises the graph).
+Same tree shape as `decompose.call_tree` otherwise. Runs inside the worker.
 """
 
 from __future__ import annotations
@@ -14,58 +23,106 @@ from typing import Any, Optional
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .decompose import Node, _candidate_calls, canonical_name, is_composite_implicit
+from .decompose import Node, _candidate_calls, canonical_name, is_composite_implicit, resolve_overload
 
 _MAX_DEPTH = 12
 
 
 @functools.lru_cache(maxsize=1)
-def core_decompositions() -> dict:
-    from torch._decomp import core_aten_decompositions
+def tables() -> tuple[dict, dict]:
+    """(default table of run_decompositions(), the extra ops only decomposition_table has)."""
+    from torch._decomp import decomposition_table
 
-    return dict(core_aten_decompositions())
+    try:
+        default = dict(torch.export.default_decompositions().items())
+    except AttributeError:  # older torch
+        from torch._decomp import core_aten_decompositions
+
+        default = dict(core_aten_decompositions())
+    extra = {op: fn for op, fn in decomposition_table.items() if op not in default and hasattr(op, "_schema")}
+    return default, extra
+
+
+def _has_cia(func: Any) -> bool:
+    try:
+        return func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 class _ExportRecorder(TorchDispatchMode):
-    def __init__(self, table: dict):
+    def __init__(self, default: dict, extra: dict):
         super().__init__()
-        self.table = table
+        self.default = default
+        self.extra = extra
         self.roots: list[Node] = []
         self._open: list[list[Node]] = [self.roots]
+        self._in_extra = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         node: Node = {"op": canonical_name(func), "calls": None}
         self._open[-1].append(node)
-        decomposition = self.table.get(func)
-        if decomposition is not None and torch.Tag.core not in func.tags and len(self._open) <= _MAX_DEPTH:
-            calls: list[Node] = []
-            self._open.append(calls)
-            try:
-                with self:
-                    result = decomposition(*args, **kwargs)
-            except Exception:  # noqa: BLE001 - keep the op itself when its decomposition fails on meta
-                pass
-            else:
-                node["calls"] = calls
-                return result
-            finally:
-                self._open.pop()
+        if len(self._open) <= _MAX_DEPTH:
+            for via, decomposition in self._decompositions(func):
+                calls: list[Node] = []
+                self._open.append(calls)
+                outer = self._in_extra
+                self._in_extra = outer or via == "extra"
+                try:
+                    with self:
+                        result = decomposition(*args, **kwargs)
+                except Exception:  # noqa: BLE001 - keep the op itself when its decomposition fails on meta
+                    continue
+                else:
+                    node["calls"] = calls
+                    node["via"] = via
+                    return result
+                finally:
+                    self._open.pop()
+                    self._in_extra = outer
         return func(*args, **kwargs)
 
+    def _decompositions(self, func):
+        if func in self.default:
+            yield "default", self.default[func]
+        elif torch.Tag.core not in func.tags and _has_cia(func):
+            # Export traces through CompositeImplicitAutograd kernels it does not preserve.
+            yield "default", func.decompose
+        if func in self.extra and not self._in_extra:
+            # ONNX decomposes even a core op it lacks (`var.correction`) with this table; one
+            # level is enough to judge it (deeper, the references reach prims).
+            yield "extra", self.extra[func]
 
-def export_tree(op: Any, known: dict[str, Any]) -> Optional[Node]:
-    """The call as core ATen sees it, or None when no synthesised call ran."""
-    table = core_decompositions()
+
+def functional_variant(op: Any) -> Any:
+    """`aten::relu_` -> `aten::relu`, `aten::add_.Tensor` -> `aten::add.Tensor`: export
+    functionalises in-place calls before any decomposition."""
+    schema = op._schema
+    base = schema.name.split("::", 1)[1]
+    if not schema.is_mutable or not base.endswith("_") or base.startswith("_"):
+        return op
+    functional = resolve_overload(f"aten::{base[:-1]}", schema.overload_name)
+    return functional if functional is not None else op
+
+
+def export_tree(op: Any, known: dict[str, Any]) -> Node:
+    """The call as the exported, decomposed program holds it."""
+    default, extra = tables()
+    op = functional_variant(op)
     name = canonical_name(op)
     for args, kwargs in _candidate_calls(op, known):
-        recorder = _ExportRecorder(table)
+        recorder = _ExportRecorder(default, extra)
         try:
             with torch.no_grad(), recorder:
                 op(*args, **kwargs)
         except Exception:  # noqa: BLE001 - try the next shape guess
             continue
-        if not is_composite_implicit(op) and len(recorder.roots) == 1 and recorder.roots[0]["op"] == name:
+        if len(recorder.roots) == 1 and recorder.roots[0]["op"] == name:
             return recorder.roots[0]
-        return {"op": name, "calls": recorder.roots}
-    return None
+        # A composite the mode did not see as one call (its kernel ran above the mode).
+        return {"op": name, "calls": recorder.roots, "via": "default"}
+    # No synthesised call ran (shapes the call site does not fix): say whether export
+    # would decompose the op at all, so targets do not judge a composite by its name.
+    decomposable = op in default or (torch.Tag.core not in op.tags and _has_cia(op))
+    return {"op": name, "calls": None, "undecomposed": True, "decomposable": bool(decomposable)}

@@ -6,10 +6,11 @@ ranges and messages happens in the parent. Runs inside the worker.
 
 from __future__ import annotations
 
+import linecache
 import os
 import time
 import traceback
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -23,8 +24,8 @@ def capture_file(request: dict) -> dict:
     """Answer an `analyse` request: {path, module, roots, overlays, classes: {qualname: {init}}}."""
     started = time.perf_counter()
     path = request["path"]
-    answer: dict[str, Any] = {"path": path, "module": request["module"], "classes": []}
-    with user_import_context(request.get("roots", []), request.get("overlays", {})):
+    answer: dict[str, Any] = {"path": path, "module": request["module"], "classes": [], "imported": []}
+    with user_import_context(request.get("roots", []), request.get("overlays", {}), answer["imported"]):
         try:
             module = import_file(request["module"], path)
         except BaseException as error:  # noqa: BLE001 - SystemExit and friends at import are findings too
@@ -66,11 +67,17 @@ def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: 
     except BuildFailure as failure:
         result.update(status="build_failed", build_error=failure.as_json())
         return result
+    if config.get("inputs"):
+        # With example inputs, tracing sees the path really taken, with dtypes and shapes.
+        traced = _trace_class(result, instance, module, config["inputs"], devices, views)
+        if traced is not None:
+            result["seconds"] = time.perf_counter() - started
+            return traced
     try:
         scripted = script(instance)
     except ScriptFailure as failure:
         result.update(status="script_failed", script_error=failure.as_json())
-        return result
+        return _static_fallback(result, cls, module, devices, views)
     captured = script_ops(scripted, devices)
     result["unresolved_calls"] = captured.unresolved_calls
     result["submodules"] = captured.submodules
@@ -96,6 +103,81 @@ def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: 
                 entry[key_name].append(value)
     result["ops"] = list(merged.values())
     result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _trace_class(result: dict, instance: Any, module: Any, expression: str, devices: tuple,
+                 views: tuple) -> Optional[dict]:
+    """The class captured by running forward on fake tensors, or None (with `trace_error`
+    set) when the inputs or the forward pass fail; scripting is tried next."""
+    from .trace import TraceFailure, build_inputs, trace_ops
+
+    try:
+        inputs = build_inputs(expression, module)
+    except Exception as error:  # noqa: BLE001 - the user's expression is wrong: say so
+        result["trace_error"] = {"message": f"the inputs expression `{expression}` raised "
+                                            f"{type(error).__name__}: {error}", "site": None}
+        return None
+    try:
+        traced = trace_ops(instance, inputs, with_export="export" in views)
+    except TraceFailure as failure:
+        result["trace_error"] = failure.as_json()
+        return None
+    merged: dict[tuple, dict] = {}
+    for op in traced:
+        facts = {"dtypes_in": op.dtypes_in, "dtypes_out": op.dtypes_out, "max_dim": op.max_dim,
+                 "float64_origin": op.float64_origin, "float64_first_use": op.float64_first_use,
+                 "complex_unsupported": op.complex_unsupported, "arg_shapes": op.arg_shapes,
+                 "guessed": op.guessed}
+        key = (op.op, op.sites)
+        entry = merged.get(key)
+        if entry is None:
+            entry = merged[key] = {
+                "op": op.op, "args": {}, "phases": [], "devices": list(devices), "conditional": True,
+                "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in op.sites],
+                "trees": {view: (op.export if view == "export" else op.dispatch) or decomposed(op.op, {}, view)
+                          for view in views},
+                "facts": {},
+            }
+        entry["conditional"] = False  # a trace saw it run
+        _merge_facts(entry["facts"], facts)
+        phase = "train" if op.training else "eval"
+        if phase not in entry["phases"]:
+            entry["phases"].append(phase)
+    result.update(ops=list(merged.values()), capture="trace")
+    return result
+
+
+def _merge_facts(into: dict, facts: dict) -> None:
+    for key, value in facts.items():
+        if isinstance(value, dict) or (key in into and into[key] is None and not isinstance(value, bool)):
+            # Shapes hold only when every run of the call agrees on them.
+            into[key] = value if into.get(key, value) == value else None
+        elif isinstance(value, list):
+            into[key] = sorted(set(into.get(key, [])) | set(value))
+        elif isinstance(value, bool):
+            into[key] = into.get(key, False) or value
+        else:
+            into[key] = max(into.get(key, 0), value)
+
+
+def _static_fallback(result: dict, cls: type, module: Any, devices: tuple, views: tuple) -> dict:
+    """TorchScript cannot compile the class: read its source instead (never runs it again)."""
+    from .static import static_class_from_text
+
+    path = getattr(module, "__file__", None)
+    try:
+        text = "".join(linecache.getlines(path)) if path else ""
+        if not text:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        static = static_class_from_text(path, text, module.__name__, result["qualname"], devices, views)
+    except Exception as error:  # noqa: BLE001 - the script failure stays the finding
+        result["static_error"] = f"{type(error).__name__}: {error}"
+        return result
+    result["ops"] = static["ops"]
+    result["submodules"] = static.get("submodules", [])
+    result["capture"] = "static"
     return result
 
 

@@ -54,12 +54,14 @@ class _OverlayFinder(importlib.abc.MetaPathFinder):
 
 
 @contextlib.contextmanager
-def user_import_context(roots: list[str], overlays: dict[str, str]) -> Iterator[None]:
+def user_import_context(roots: list[str], overlays: dict[str, str],
+                        imported: Optional[list] = None) -> Iterator[None]:
     """sys.path roots and editor overlays for one analysis, undone afterwards.
 
     Modules imported from the user's roots are dropped afterwards so the next
     analysis sees their new text; third-party modules stay loaded (that is what
-    keeps a warm worker fast).
+    keeps a warm worker fast). Their files are appended to `imported`: an editor
+    re-checks a file when one of them changes.
     """
     saved_path = list(sys.path)
     before = set(sys.modules)
@@ -82,8 +84,11 @@ def user_import_context(roots: list[str], overlays: dict[str, str]) -> Iterator[
             linecache.cache.pop(os.path.abspath(path), None)
         user_roots = tuple(os.path.abspath(r) + os.sep for r in roots)
         for name in set(sys.modules) - before:
-            if _is_user_module(sys.modules.get(name), user_roots):
+            module = sys.modules.get(name)
+            if _is_user_module(module, user_roots):
                 sys.modules.pop(name, None)
+                if imported is not None and getattr(module, "__file__", None):
+                    imported.append(os.path.abspath(module.__file__))
         importlib.invalidate_caches()
 
 
@@ -166,11 +171,39 @@ def required_parameters(cls: type) -> tuple[list[str], str]:
     return missing, f"{cls.__name__}{signature}"
 
 
+def config_factory(cls: type, module: Any, missing: list[str]) -> Optional[str]:
+    """A factory expression for the common `Model(config)` pattern: each missing parameter
+    annotated with a class, or named like a config, gets the module's own config class
+    when that class builds with no arguments (`GPT(config=GPTConfig())`)."""
+    try:
+        parameters = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return None
+    namespace = vars(module)
+    configs = [name for name, obj in namespace.items()
+               if inspect.isclass(obj) and obj.__module__ == module.__name__ and "config" in name.lower()
+               and not issubclass(obj, torch.nn.Module) and not required_parameters(obj)[0]]
+    arguments = []
+    for name in missing:
+        annotation = parameters[name].annotation
+        annotated = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None)
+        if annotated in namespace and inspect.isclass(namespace[annotated]) \
+                and not required_parameters(namespace[annotated])[0]:
+            arguments.append(f"{name}={annotated}()")
+        elif name.lower() in ("config", "cfg", "conf", "args", "hparams", "params") and len(configs) == 1:
+            arguments.append(f"{name}={configs[0]}()")
+        else:
+            return None
+    return f"{cls.__name__}({', '.join(arguments)})"
+
+
 def build(cls: type, module: Any, init: Optional[str]) -> torch.nn.Module:
     """An instance of `cls` whose parameters live on the meta device (no memory, no data)."""
     missing, signature = required_parameters(cls)
     if init is None and missing:
-        raise BuildFailure(f"its constructor needs {', '.join(missing)}", missing, signature)
+        init = config_factory(cls, module, missing)
+        if init is None:
+            raise BuildFailure(f"its constructor needs {', '.join(missing)}", missing, signature)
     namespace = dict(vars(module))
     namespace.setdefault("torch", torch)
     namespace.setdefault(cls.__name__, cls)

@@ -52,10 +52,11 @@ class Site:
     col: int
     span_lines: int = 1
     end_col: Optional[int] = None
+    exact: bool = False  # the extent is the whole expression (a trace's co_positions), not TorchScript's
 
     def as_json(self) -> dict:
         return {"file": self.file, "line": self.line, "col": self.col,
-                "span_lines": self.span_lines, "end_col": self.end_col}
+                "span_lines": self.span_lines, "end_col": self.end_col, "exact": self.exact}
 
 
 @dataclass
@@ -90,7 +91,17 @@ def script(instance: torch.nn.Module):
         try:
             return torch.jit.script(instance)
         except Exception as error:  # noqa: BLE001 - every compile failure becomes a finding
+            forget_module_types()
             raise _script_failure(error) from None
+
+
+def forget_module_types() -> None:
+    """A failed compile leaves half-defined module types in TorchScript's cache, and the
+    next class that contains the same submodule then fails with "Can't redefine method":
+    start a fresh store (new types get fresh mangled names)."""
+    import torch.jit._recursive as recursive
+
+    recursive.concrete_type_store = recursive.ConcreteTypeStore()
 
 
 def _script_failure(error: Exception) -> ScriptFailure:

@@ -1,19 +1,83 @@
 """Targets: op -> verdict, one module per backend, each judged from its own package data.
 
-`data/` holds the few facts no installable package ships, each naming its source.
+`data/` holds the few facts no installable package ships, each naming its source and the
+script that regenerates it.
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
+from . import names
 from .mps import MpsOptions, MpsTarget
 from .native_table import NativeTable
 
+# Targets whose tables come from packages only the worker may import.
+_NEEDS_REGISTRIES = ("onnx", "executorch", "core-aten", "coreml")
 
-def build_targets(settings, native: NativeTable, hello: dict) -> list:
+
+def build_targets(settings, native: NativeTable, hello: dict, pool=None, log=lambda message: None) -> list:
     """The targets a project asks for, ready to judge call trees."""
-    built = []
-    for name in settings.targets:
-        if name == "mps":
-            built.append(MpsTarget(native, hello.get("registered_kernels", {}).get("MPS", ()),
-                                   MpsOptions(fallback_enabled=settings.mps_fallback)))
-    return built
+    registries: Optional[dict] = None
+    wanted = [_family(name) for name in settings.targets]
+    if pool is not None and any(family in _NEEDS_REGISTRIES for family in wanted):
+        from .registry_data import load
+
+        try:
+            registries = load(pool, log)
+        except Exception as error:  # noqa: BLE001 - the targets say they are unavailable
+            log(f"cannot read the exporter registries: {error}")
+    return [build_target(name, settings, native, hello, registries) for name in settings.targets]
+
+
+def _family(name: str) -> str:
+    return "onnx" if names.ONNX_OPSET.fullmatch(name) else name
+
+
+def build_target(name: str, settings, native: NativeTable, hello: dict, registries: Optional[dict]):
+    from .registry_data import section
+
+    kernels = hello.get("registered_kernels", {})
+    version = native.torch_version
+    if name == "mps":
+        return MpsTarget(native, kernels.get("MPS", ()), MpsOptions(fallback_enabled=settings.mps_fallback))
+    if name == "cuda":
+        from .device_backend import CudaTarget
+
+        return CudaTarget(native, kernels.get("CUDA", ()))
+    if name == "xla":
+        from .device_backend import XlaTarget
+
+        return XlaTarget(native)
+    if name == "tensorrt":
+        from .tensorrt import TensorRTTarget
+
+        return TensorRTTarget(version)
+    if name == "torchscript":
+        from .torchscript import TorchScriptTarget
+
+        return TorchScriptTarget(version)
+    if name in ("executorch", "core-aten"):
+        from .executorch import CoreAtenTarget
+
+        return CoreAtenTarget(name, section(registries, "core_aten"),
+                              section(registries, "executorch") if name == "executorch" else None, version)
+    if name == "coreml":
+        from .coreml import CoreMLTarget
+
+        return CoreMLTarget(section(registries, "coreml"), version)
+    match = names.ONNX_OPSET.fullmatch(name)
+    if name == "onnx" or match:
+        from .onnx import OnnxTarget
+
+        torchscript, dynamo = section(registries, "onnx_torchscript"), section(registries, "onnx_dynamo")
+        exporter = getattr(settings, "onnx_exporter", None)
+        chosen_by = "onnx-exporter setting"
+        if exporter is None:
+            exporter = torchscript.get("default_exporter", "dynamo")
+            chosen_by = f"torch.onnx.export's default in torch {version}"
+            if exporter == "dynamo" and not dynamo.get("available"):
+                exporter, chosen_by = "torchscript", f"the default dynamo exporter needs onnxscript ({dynamo.get('reason')})"
+        return OnnxTarget(name, int(match["opset"]) if match else None, exporter, torchscript, dynamo, version,
+                          chosen_by)
+    raise ValueError(f"unknown target {name!r}")

@@ -9,7 +9,7 @@ reaches several unsupported overloads becomes one diagnostic that lists them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Optional, Protocol
 
 SEVERITIES = ("error", "warning", "information", "hint")
 
@@ -29,6 +29,19 @@ class Verdict:
     message: str  # completes a sentence that starts with the user's call
 
 
+@dataclass(frozen=True)
+class ClassResult:
+    """A target's verdict about a whole class rather than one call (TorchScript cannot
+    compile it; the target's package is missing). `site` is a capture site
+    ({"file", "line", "col", "span_lines", "end_col"}) or None for the class name."""
+
+    severity: str
+    code: str
+    message: str  # a whole sentence
+    site: Optional[dict] = None
+    replaces: tuple = ()  # module-level codes this result makes redundant (ATL004)
+
+
 class Target(Protocol):
     name: str
     description: str
@@ -43,6 +56,9 @@ class Target(Protocol):
 
     def status(self) -> dict:
         """Availability and the versions of the data it judges with."""
+
+    # Optional: `class_results(cls) -> list[ClassResult]` for verdicts about a class as a
+    # whole (`cls` is the worker's answer for it); `support(op) -> dict` for `atenlint ops`.
 
 
 def worst(severities) -> str:

@@ -18,8 +18,16 @@ from .native_table import NativeTable
 FALLBACK = "fallback"  # no MPS kernel: NotImplementedError, or CPU + warning with the env var
 FORCED = "forced"  # always on the CPU, always a warning
 UNSUPPORTED = "unsupported"  # neither MPS nor CPU kernel
+FLOAT64 = "float64"  # the call creates a float64 tensor: MPS has no float64 at all
+FLOAT64_FROM_OUTSIDE = "float64-input"  # first use of float64 weights/inputs made outside forward
+TOO_MANY_DIMS = "dims"  # MPS tensors have at most 16 dimensions
+COMPLEX = "complex"  # the op's MPS kernel takes no complex tensors (OpInfo dtypesIfMPS)
 
-CODES = {UNSUPPORTED: "MPS003", FALLBACK: "MPS001", FORCED: "MPS002"}
+CODES = {UNSUPPORTED: "MPS003", FALLBACK: "MPS001", FORCED: "MPS002", FLOAT64: "MPS010",
+         FLOAT64_FROM_OUTSIDE: "MPS010", TOO_MANY_DIMS: "MPS011", COMPLEX: "MPS012"}
+_MPS_MAX_DIMS = 16
+_FLOAT64_ERROR = ("TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support "
+                  "float64. Please use float32 instead.")
 _DATA = os.path.join(os.path.dirname(__file__), "data", "mps_forced_fallbacks.json")
 
 
@@ -41,12 +49,31 @@ def forced_fallbacks(torch_version: str) -> tuple[frozenset, str, bool]:
     return frozenset(data[chosen]["ops"]), chosen, _major_minor(chosen) == wanted
 
 
+def _history_note() -> str:
+    from .mps_history import releases
+
+    known = releases()
+    return f"MPS kernels per release {known[0]}-{known[-1]} (data/mps_history.json)"
+
+
 def _major_minor(version: str) -> tuple[int, int]:
     parts = version.split("+")[0].split(".")
     try:
         return int(parts[0]), int(parts[1])
     except (IndexError, ValueError):
         return (0, 0)
+
+
+def _newer_release(ops: list, installed: str) -> str:
+    """", supported on MPS from torch 2.Y (you have 2.X)" when every op gains a kernel by a
+    newer release (the history table generated from released wheels)."""
+    from .mps_history import supported_from
+
+    releases = [supported_from(op, installed) for op in ops]
+    if not releases or any(r is None for r in releases):
+        return ""
+    latest = max(releases, key=_major_minor)
+    return f"; supported on MPS from torch {latest} (you have {'.'.join(installed.split('.')[:2])})"
 
 
 class MpsTarget:
@@ -68,6 +95,33 @@ class MpsTarget:
             found.append(Problem(op, FALLBACK if self.backend.runs_on_cpu(op) else UNSUPPORTED))
         return found
 
+    def facts_problems(self, op: str, facts: dict) -> list[Problem]:
+        """Rules on dtypes and shapes, for calls a trace saw with real example inputs."""
+        found = []
+        if facts.get("float64_origin"):
+            found.append(Problem(op, FLOAT64))
+        elif facts.get("float64_first_use"):
+            found.append(Problem(op, FLOAT64_FROM_OUTSIDE))
+        if facts.get("max_dim", 0) > _MPS_MAX_DIMS:
+            found.append(Problem(op, TOO_MANY_DIMS))
+        if facts.get("complex_unsupported"):
+            found.append(Problem(op, COMPLEX))
+        return found
+
+    def support(self, op: str) -> dict:
+        from .device_backend import _native_support
+        from .mps_history import supported_from
+
+        if op in self.backend.forced:
+            return {"verdict": "forced cpu", "reason": "MPSFallback.mm always runs it on the CPU"}
+        answer = _native_support(self.backend, op, "MPS")
+        newer = supported_from(op, self.table.torch_version) or (
+            supported_from(self.table.get(op).delegate, self.table.torch_version)
+            if self.table.get(op) is not None and self.table.get(op).delegate else None)
+        if answer["verdict"] == "unsupported" and newer:
+            answer["since"] = newer
+        return answer
+
     def verdict(self, problems: list[Problem]) -> Verdict:
         version = self.table.torch_version
         by_kind = {kind: [p.op for p in problems if p.kind == kind] for kind in CODES}
@@ -82,11 +136,27 @@ class MpsTarget:
             else:
                 consequence = "it raises NotImplementedError (this project sets mps-fallback = false)"
             parts.append(f"reaches {join_ops(by_kind[FALLBACK])}, which has no MPS kernel in torch {version}: "
-                         f"{consequence}")
+                         f"{consequence}" + _newer_release(by_kind[FALLBACK], version))
         if by_kind[FORCED]:
             parts.append(f"reaches {join_ops(by_kind[FORCED])}, which torch {version} always runs on the CPU "
                          f"on MPS (a UserWarning and a copy to and from the GPU)")
+        if by_kind[FLOAT64]:
+            parts.insert(0, f"creates a float64 tensor ({join_ops(by_kind[FLOAT64])}), and MPS has no float64: "
+                            f"{_FLOAT64_ERROR} Create it as float32 (or call `.float()`)")
+        if by_kind[FLOAT64_FROM_OUTSIDE]:
+            parts.insert(0, f"is the first call to use a float64 tensor made outside forward (weights, buffers or "
+                            f"inputs; {join_ops(by_kind[FLOAT64_FROM_OUTSIDE])}); MPS has no float64: "
+                            f"moving it to MPS raises {_FLOAT64_ERROR}")
+        if by_kind[TOO_MANY_DIMS]:
+            parts.append(f"works on a tensor with more than {_MPS_MAX_DIMS} dimensions "
+                         f"({join_ops(by_kind[TOO_MANY_DIMS])}), which MPS does not support")
+        if by_kind[COMPLEX]:
+            parts.append(f"passes complex tensors to {join_ops(by_kind[COMPLEX])}, whose MPS kernel does not take "
+                         f"complex dtypes (PyTorch's OpInfo dtypesIfMPS)")
         message = "; it also ".join(parts)
+        for kind in (FLOAT64, FLOAT64_FROM_OUTSIDE, TOO_MANY_DIMS, COMPLEX):
+            if by_kind[kind]:
+                return Verdict("error", CODES[kind], message)
         if by_kind[UNSUPPORTED]:
             return Verdict("error", CODES[UNSUPPORTED], message)
         if by_kind[FALLBACK]:
@@ -103,5 +173,6 @@ class MpsTarget:
                 "forced fallbacks": f"MPSFallback.mm for torch {self.forced_data_version}"
                                     + ("" if self.forced_data_exact else " (nearest known version)"),
                 "python-registered kernels": len(self.backend.extra_kernels),
+                "history": _history_note(),
             },
         }

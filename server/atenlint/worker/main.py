@@ -65,12 +65,26 @@ def _analyse(params: dict) -> dict:
     return capture_file(params)
 
 
+def _static(params: dict) -> dict:
+    from atenlint.capture.static import static_capture
+
+    return static_capture(params)
+
+
 def _loaded_packages(params: dict) -> list:
     """Top-level packages imported so far (the tests check pygls and yaml never are)."""
     return sorted({name.split(".")[0] for name in sys.modules})
 
 
-_METHODS = {"hello": lambda params: _hello(), "analyse": _analyse, "loaded_packages": _loaded_packages}
+def _target_data(params: dict) -> dict:
+    """The installed exporters' support tables (`versions_only`: just their versions, the cache key)."""
+    from atenlint.probe import registries
+
+    return registries.versions() if params.get("versions_only") else registries.tables_in_subprocess()
+
+
+_METHODS = {"hello": lambda params: _hello(), "analyse": _analyse, "static": _static,
+            "loaded_packages": _loaded_packages, "target_data": _target_data}
 
 
 def main() -> int:

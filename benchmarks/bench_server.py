@@ -1,0 +1,195 @@
+"""Language-server latency on the example workspace, against raw capture in the same run.
+
+Measured (medians over several rounds unless noted):
+- `initialize` response time, and cold start to the first diagnostics;
+- didSave -> publishDiagnostics with a changed text (a real analysis), and its ratio to
+  the raw capture of the same file and classes (the engine with a warm worker, no LSP);
+  goal: <= 1.15 x raw + 50 ms;
+- didSave of an unchanged text (served from the results cache); goal: <= 50 ms;
+- textDocument/codeAction latency, p95; goal: <= 20 ms.
+
+    python benchmarks/bench_server.py [--rounds 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "server"))
+
+from lsprotocol import types  # noqa: E402
+from pygls.uris import from_fs_path  # noqa: E402
+from pytest_lsp import client_capabilities  # noqa: E402
+from pytest_lsp.client import make_test_lsp_client  # noqa: E402
+
+from atenlint.config import SettingsResolver  # noqa: E402
+from atenlint.engine import Engine, SourceCache  # noqa: E402
+from atenlint.worker.pool import WorkerPool  # noqa: E402
+
+FILES = ["video/video_classifier.py", "video/fourier_field.py", "vision/resnet.py", "tinylm/src/tinylm/model.py"]
+
+
+def p95(values):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+async def wait_publish(client, uri, version, timeout=120):
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if client.versions.get(uri) == version and uri in client.diagnostics:
+            return
+        await asyncio.sleep(0.001)
+    raise TimeoutError(uri)
+
+
+async def server_side(root: str, rounds: int) -> dict:
+    client = make_test_lsp_client()
+    client.versions = {}
+    client.protocol.fm.features.pop(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params):
+        client.diagnostics[params.uri] = params.diagnostics
+        client.versions[params.uri] = params.version
+
+    @client.feature("atenlint/status")
+    def status(params):
+        pass
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params):
+        return None
+
+    started = time.perf_counter()
+    await client.start_io(sys.executable, "-m", "atenlint", "serve")
+    spawn = time.perf_counter()
+    await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=from_fs_path(root),
+        workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(root), name="examples")]))
+    initialize = time.perf_counter() - spawn
+    results: dict = {"initialize_ms": initialize * 1000}
+    first = os.path.join(root, FILES[0])
+    uri = from_fs_path(first)
+    text = open(first, encoding="utf-8").read()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text)))
+    await wait_publish(client, uri, 1)
+    results["cold_start_to_first_diagnostics_s"] = time.perf_counter() - started
+
+    saves, cached, actions = {}, [], []
+    version = 1
+    for name in FILES:
+        path = os.path.join(root, name)
+        uri = from_fs_path(path)
+        text = open(path, encoding="utf-8").read()
+        if name != FILES[0]:
+            version += 1
+            client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+                uri=uri, language_id="python", version=version, text=text)))
+            await wait_publish(client, uri, version)
+        saves[name] = []
+        for round_ in range(rounds):
+            version += 1
+            changed = text + f"\n# edit {round_}\n"
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=changed)]))
+            client.diagnostics.pop(uri, None)
+            t0 = time.perf_counter()
+            client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+            await wait_publish(client, uri, version)
+            saves[name].append(time.perf_counter() - t0)
+            client.diagnostics.pop(uri, None)
+            t0 = time.perf_counter()
+            client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+            await wait_publish(client, uri, version)
+            cached.append(time.perf_counter() - t0)
+            for diagnostic in client.diagnostics.get(uri, []):
+                t0 = time.perf_counter()
+                await client.text_document_code_action_async(types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri), range=diagnostic.range,
+                    context=types.CodeActionContext(diagnostics=[diagnostic])))
+                actions.append(time.perf_counter() - t0)
+        text = changed
+    results["save_to_publish_s"] = {name: statistics.median(v) for name, v in saves.items()}
+    results["cached_save_ms_median"] = statistics.median(cached) * 1000
+    results["cached_save_ms_p95"] = p95(cached) * 1000
+    results["code_action_ms_p95"] = p95(actions) * 1000 if actions else None
+    results["code_action_ms_median"] = statistics.median(actions) * 1000 if actions else None
+    await client.shutdown_session()
+    await client.stop()
+    return results
+
+
+def raw_side(root: str, rounds: int) -> dict:
+    pool = WorkerPool(1)
+    engine = Engine(pool, SettingsResolver(), cwd=root)
+    engine.start()
+    out = {}
+    try:
+        for name in FILES:
+            path = os.path.join(root, name)
+            text = open(path, encoding="utf-8").read()
+            times = []
+            for round_ in range(rounds):
+                changed = text + f"\n# raw {round_}\n"
+                t0 = time.perf_counter()
+                capture = engine.capture(path, text=changed)
+                engine.findings([capture], SourceCache({path: changed}))
+                times.append(time.perf_counter() - t0)
+            out[name] = statistics.median(times)
+    finally:
+        pool.close()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        root = os.path.join(scratch, "examples")
+        shutil.copytree(os.path.join(REPO, "examples"), root)
+        raw = raw_side(root, args.rounds)
+        served = asyncio.run(server_side(root, args.rounds))
+    rows = {}
+    for name in FILES:
+        server_s, raw_s = served["save_to_publish_s"][name], raw[name]
+        rows[name] = {"save_to_publish_ms": round(server_s * 1000, 1), "raw_capture_ms": round(raw_s * 1000, 1),
+                      "ratio": round(server_s / raw_s, 2),
+                      "within_goal": server_s <= 1.15 * raw_s + 0.050}
+    result = {"initialize_ms": round(served["initialize_ms"], 1),
+              "cold_start_to_first_diagnostics_s": round(served["cold_start_to_first_diagnostics_s"], 2),
+              "files": rows,
+              "cached_save_ms_median": round(served["cached_save_ms_median"], 1),
+              "cached_save_ms_p95": round(served["cached_save_ms_p95"], 1),
+              "code_action_ms_p95": served["code_action_ms_p95"] and round(served["code_action_ms_p95"], 2),
+              "code_action_ms_median": served["code_action_ms_median"] and round(served["code_action_ms_median"], 2)}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"initialize {result['initialize_ms']} ms; cold start to first diagnostics "
+              f"{result['cold_start_to_first_diagnostics_s']} s")
+        for name, row in rows.items():
+            print(f"  {name}: save->publish {row['save_to_publish_ms']} ms vs raw capture {row['raw_capture_ms']} ms "
+                  f"(ratio {row['ratio']}, goal 1.15x+50ms: {'met' if row['within_goal'] else 'MISSED'})")
+        print(f"unchanged save (cache): median {result['cached_save_ms_median']} ms, p95 {result['cached_save_ms_p95']} ms"
+              f" (goal <= 50 ms)")
+        print(f"code actions: p95 {result['code_action_ms_p95']} ms, median {result['code_action_ms_median']} ms "
+              f"(goal p95 <= 20 ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

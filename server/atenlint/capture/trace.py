@@ -1,0 +1,336 @@
+"""Capture by running `forward` on fake tensors with the user's example inputs.
+
+Precise where scripting is blind: it sees the path the inputs really take (no
+conditional branches), every op with the dtypes and shapes of its arguments, and the
+exact expression in the user's file (Python 3.11+ `co_positions()` of the innermost user
+frame). The module's weights stay on the meta device and the inputs are fake, so a model
+of tens of billions of parameters costs no memory. Data-dependent ops (`nonzero`,
+boolean masks) work through a symbolic shape environment; a Python number read from a
+tensor (`.item()`) gets a plausible value so the trace can go on, and what follows is
+marked as depending on it.
+
+Runs inside the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .decompose import _expandable_key, _lacks_meta_kernel, canonical_name
+from .paths import is_library_file
+from .script import Site
+
+_ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# torch's own dispatch plumbing: never "where the op is called".
+_PLUMBING = tuple(os.path.join(_TORCH_DIR, p) for p in (
+    "_ops.py", "utils/_python_dispatch.py", "_compile.py", "_subclasses/", "fx/", "_prims_common/", "_refs/",
+    "_decomp/", "_meta_registrations.py", "_tensor.py", "overrides.py", "utils/_contextlib.py",
+    "nn/modules/module.py", "_jit_internal.py", "_dynamo/", "utils/_stats.py", "_library/"))
+_MAX_EXPANSION_DEPTH = 8
+_LIFTS = {torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.lift.default}
+
+
+class TraceFailure(Exception):
+    def __init__(self, message: str, site: Optional[Site]):
+        super().__init__(message)
+        self.message = message
+        self.site = site
+
+    def as_json(self) -> dict:
+        return {"message": self.message, "site": self.site.as_json() if self.site else None}
+
+
+@dataclass
+class TracedOp:
+    op: str
+    sites: tuple  # Site, outermost first
+    training: bool
+    dispatch: dict  # call tree as the backend dispatcher sees it
+    export: Optional[dict]
+    dtypes_in: list = field(default_factory=list)
+    dtypes_out: list = field(default_factory=list)
+    max_dim: int = 0
+    guessed: bool = False  # runs after a tensor value the trace had to guess (`.item()`)
+    complex_unsupported: bool = False  # complex tensors in an op whose MPS kernel lacks them (OpInfo data)
+    float64_origin: bool = False  # makes a float64 tensor from no float64 input
+    float64_first_use: bool = False  # first use of a float64 tensor made outside forward (weights, inputs)
+    arg_shapes: dict = field(default_factory=dict)  # schema argument name -> concrete shape (fix conditions)
+
+
+def _frame_site(frame: Any) -> Site:
+    code = frame.f_code
+    if sys.version_info >= (3, 11):
+        positions = list(code.co_positions())
+        index = frame.f_lasti // 2
+        if 0 <= index < len(positions):
+            line, end_line, col, end_col = positions[index]
+            if line is not None and col is not None:
+                return Site(code.co_filename, line, col, (end_line or line) - line + 1, end_col, exact=True)
+    # Python 3.10: the line only; the locator picks the call on it.
+    return Site(code.co_filename, frame.f_lineno, -1, 1, None)
+
+
+def _call_sites(start: Any, stop_code: Any) -> tuple:
+    """The frames from the user's forward down to the op, as sites (outermost first):
+    the user's own frames and the library frames that lead to the op."""
+    sites = []
+    frame = start
+    while frame is not None and frame.f_code is not stop_code:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_ATENLINT_DIR) and not filename.startswith(_PLUMBING):
+            sites.append(_frame_site(frame))
+        frame = frame.f_back
+    return tuple(reversed(sites))
+
+
+class _TraceRecorder(TorchDispatchMode):
+    """Records every op that reaches a backend, with its call tree (composites expanded as
+    their kernels do), its export-view tree, dtypes and the source sites leading to it."""
+
+    def __init__(self, stop_code: Any, training: bool, export_tables: Optional[tuple]):
+        super().__init__()
+        self.stop_code = stop_code
+        self.training = training
+        self.export_tables = export_tables
+        self.found: list[TracedOp] = []
+        self._open: list[list] = []
+        self.guessed = False
+        # Tensors the recorded ops made, kept alive so ids stay unique while we trace.
+        self._made: dict[int, torch.Tensor] = {}
+        self._reported: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace == "prim":  # metadata queries (prim::device), not operators
+            return func(*args, **kwargs)
+        if self._open:  # inside a composite we are expanding: just build the tree
+            return self._expand(func, args, kwargs, self._open[-1])
+        if func is torch.ops.aten._local_scalar_dense.default:
+            return self._guess_scalar(args[0])
+        sites = _call_sites(sys._getframe(1), self.stop_code)
+        export = self._export_tree(func, args, kwargs)
+        roots: list = []
+        result = self._expand(func, args, kwargs, roots)
+        tensors_in = [a for a in _flatten((args, kwargs)) if isinstance(a, torch.Tensor)]
+        tensors_out = [a for a in _flatten(result) if isinstance(a, torch.Tensor)]
+        float64_in = [t for t in tensors_in if t.dtype == torch.float64]
+        lifted = func in _LIFTS  # `torch.tensor(..., dtype=torch.float64)`: the constant is made here
+        origin = any(t.dtype == torch.float64 for t in tensors_out) and (lifted or not float64_in)
+        outside = [t for t in float64_in if id(t) not in self._made and id(t) not in self._reported]
+        self._reported.update(id(t) for t in outside)
+        made_before = self._made_before(tensors_in)
+        self._made.update((id(t), t) for t in tensors_out)
+        self.found.append(TracedOp(
+            op=canonical_name(func), sites=sites, training=self.training, dispatch=roots[0], export=export,
+            dtypes_in=sorted({str(t.dtype) for t in tensors_in}), dtypes_out=sorted({str(t.dtype) for t in tensors_out}),
+            max_dim=_new_rank(tensors_in, tensors_out, made_before), guessed=self.guessed,
+            float64_origin=origin, float64_first_use=bool(outside) and not origin,
+            complex_unsupported=_complex_unsupported(func, tensors_in), arg_shapes=_arg_shapes(func, args)))
+        return result
+
+    def _expand(self, func, args, kwargs, into: list):
+        node = {"op": canonical_name(func), "calls": None}
+        into.append(node)
+        key = _expandable_key(func) if func.namespace == "aten" else None
+        if key is not None and len(self._open) < _MAX_EXPANSION_DEPTH:
+            calls: list = []
+            self._open.append(calls)
+            try:
+                with self:
+                    result = func._op_dk(key, *args, **kwargs)
+            except Exception as error:  # noqa: BLE001 - a composite that cannot run here stays a leaf
+                if _lacks_meta_kernel(error):
+                    node["calls"] = calls
+            else:
+                node["calls"] = calls
+                return result
+            finally:
+                self._open.pop()
+        return func(*args, **kwargs)
+
+    def _made_before(self, tensors: list) -> set:
+        return {id(t) for t in tensors if id(t) in self._made}
+
+    def _export_tree(self, func, args, kwargs) -> Optional[dict]:
+        if self.export_tables is None:
+            return None
+        from .export_decompose import _ExportRecorder, functional_variant
+
+        recorder = _ExportRecorder(*self.export_tables)
+        op = functional_variant(func)
+        try:
+            with recorder:
+                op(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - judged by the op itself then
+            return {"op": canonical_name(op), "calls": None}
+        name = canonical_name(op)
+        if len(recorder.roots) == 1 and recorder.roots[0]["op"] == name:
+            return recorder.roots[0]
+        return {"op": name, "calls": recorder.roots, "via": "default"}
+
+    def _guess_scalar(self, tensor: torch.Tensor):
+        """A Python number read from a tensor cannot be known without data: go on with a
+        plausible one, and mark what follows as depending on it."""
+        self.guessed = True
+        if tensor.dtype == torch.bool:
+            return True
+        if tensor.dtype.is_floating_point:
+            return 0.5
+        return 1
+
+
+class _ConstantWatcher(torch.overrides.TorchFunctionMode):
+    """`torch.tensor(data, dtype=torch.float64)` makes its tensor without dispatching an op
+    when the default device is meta; watch those constructors at the Python level."""
+
+    _CONSTRUCTORS = {torch.tensor, torch.as_tensor, torch.asarray}
+
+    def __init__(self, recorder: _TraceRecorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if func in self._CONSTRUCTORS and isinstance(result, torch.Tensor) and result.dtype == torch.float64:
+            recorder = self.recorder
+            recorder._made[id(result)] = result
+            recorder.found.append(TracedOp(
+                op="aten::lift_fresh", sites=_call_sites(sys._getframe(1), recorder.stop_code),
+                training=recorder.training, dispatch={"op": "aten::lift_fresh", "calls": None},
+                export={"op": "aten::lift_fresh", "calls": None}, dtypes_out=[str(result.dtype)],
+                max_dim=result.dim(), guessed=recorder.guessed, float64_origin=True))
+        return result
+
+
+def _arg_shapes(func: Any, args: tuple) -> dict:
+    """Concrete shapes of the tensor arguments by schema name; symbolic sizes (from
+    data-dependent ops) are left out."""
+    out = {}
+    for argument, value in zip(func._schema.arguments, args):
+        if isinstance(value, torch.Tensor):
+            try:
+                out[argument.name] = [int(size) for size in value.shape]
+            except (TypeError, ValueError, RuntimeError):
+                continue
+    return out
+
+
+def _new_rank(tensors_in: list, tensors_out: list, made_before: set) -> int:
+    """The largest rank this op is responsible for: of the tensors it makes, and of inputs
+    that came from outside forward. A tensor that was already too large when an earlier
+    op made it is that op's finding, not every later one's."""
+    ranks = [t.dim() for t in tensors_out] + [t.dim() for t in tensors_in if id(t) not in made_before]
+    inherited = max([t.dim() for t in tensors_in if id(t) in made_before] or [0])
+    new = max(ranks or [0])
+    return new if new > inherited else 0
+
+
+_MPS_DTYPES: Optional[dict] = None
+
+
+def _complex_unsupported(func: Any, tensors: list) -> bool:
+    """Complex tensors in an op whose MPS kernel does not take them, per the wheel's OpInfo
+    database (`dtypesIfMPS`); unknown (False) when that database cannot be loaded."""
+    complex_dtypes = {t.dtype for t in tensors if t.dtype.is_complex}
+    if not complex_dtypes:
+        return False
+    table = _mps_dtype_table()
+    supported = table.get(canonical_name(func).split(".")[0])
+    return supported is not None and not complex_dtypes <= supported
+
+
+def _mps_dtype_table() -> dict:
+    global _MPS_DTYPES
+    if _MPS_DTYPES is None:
+        _MPS_DTYPES = {}
+        try:  # needs numpy and expecttest; without them the rule stays silent
+            from torch.testing._internal.common_methods_invocations import op_db
+        except Exception:  # noqa: BLE001
+            return _MPS_DTYPES
+        for opinfo in op_db:
+            if opinfo.variant_test_name or getattr(opinfo, "dtypesIfMPS", None) is None:
+                continue
+            name = torch.jit._builtins._find_builtin(opinfo.op) if callable(opinfo.op) else None
+            if name:
+                _MPS_DTYPES.setdefault(name.split(".")[0], set()).update(opinfo.supported_dtypes("mps"))
+    return _MPS_DTYPES
+
+
+def _flatten(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            out.extend(_flatten(item))
+        return out
+    if isinstance(value, dict):
+        return _flatten(list(value.values()))
+    return [value]
+
+
+def _fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+
+
+def trace_ops(instance: torch.nn.Module, inputs: Any, with_export: bool = False) -> list[TracedOp]:
+    """Run `instance(*inputs)` in training and in eval mode on fake tensors, recording
+    every op. Raises TraceFailure with the user's line when forward itself fails."""
+    arguments = inputs if isinstance(inputs, tuple) else (inputs,)
+    tables = None
+    if with_export:
+        from .export_decompose import tables as export_tables
+
+        tables = export_tables()
+    found: list[TracedOp] = []
+    for training in (True, False):
+        instance.train(training)
+        recorder = _TraceRecorder(_run.__code__, training, tables)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _run(instance, arguments, recorder)
+        except Exception as error:  # noqa: BLE001 - the user's forward failed on these inputs
+            raise TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error)) from None
+        found.extend(recorder.found)
+    instance.eval()
+    return found
+
+
+def _run(instance, arguments, recorder):
+    # Weights and inputs live on meta; so must tensors forward makes without a device
+    # (`torch.arange(n)`), or every mix with them fails. Meta is also what keeps CPU/CUDA-
+    # only fast paths (MultiheadAttention's) off, as on the targets' devices.
+    with torch.device("meta"), _ConstantWatcher(recorder), _fake_mode(), recorder, torch.no_grad():
+        instance(*arguments)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else type(error).__name__
+
+
+def _user_site_of(error: Exception) -> Optional[Site]:
+    import traceback
+
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if not is_library_file(frame.filename) and not frame.filename.startswith(_ATENLINT_DIR):
+            return Site(frame.filename, frame.lineno, -1, 1, None)
+    return None
+
+
+def build_inputs(expression: str, module: Any) -> Any:
+    """The user's example inputs, created on meta (no memory, even for huge shapes)."""
+    from .loader import evaluate_inputs
+
+    with torch.device("meta"):
+        return evaluate_inputs(expression, module)

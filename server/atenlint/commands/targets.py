@@ -1,0 +1,53 @@
+"""`atenlint targets`: every target, whether it can judge here, and the data it judges with."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..config import Settings
+from ..targets import build_target, names
+from .common import EXIT_CLEAN, UsageError
+from .session import open_engine
+
+NAME = "targets"
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(NAME, help="list the targets, their availability and data versions")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--python", metavar="INTERPRETER", help="interpreter whose packages are judged")
+    parser.add_argument("--onnx-exporter", choices=names.ONNX_EXPORTERS, help="ONNX exporter to describe")
+    return parser
+
+
+def statuses(engine, settings: Settings) -> list[dict]:
+    from ..targets.registry_data import load
+
+    registries = load(engine.pool, engine.log)
+    out = []
+    for name in names.TARGETS:
+        target = build_target(name, settings, engine.native, engine.hello, registries)
+        out.append(target.status())
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings(onnx_exporter=args.onnx_exporter)
+    with open_engine(args) as engine:
+        rows = statuses(engine, settings)
+    if args.format == "json":
+        json.dump({"torch": engine.torch_version, "targets": rows}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_CLEAN
+    for row in rows:
+        mark = "available" if row["available"] else "unavailable"
+        print(f"{row['target']:<12} {mark:<12} {row['description']}")
+        for key, value in row["data"].items():
+            print(f"{'':<12} {key}: {value}")
+    print("onnx:N       ONNX at opset N (e.g. onnx:17); `--target a,b` judges several at once")
+    return EXIT_CLEAN
+
+
+__all__ = ["add_parser", "run", "UsageError"]

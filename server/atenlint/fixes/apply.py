@@ -1,0 +1,158 @@
+"""`atenlint check --fix`: apply every exact rewrite (approximate ones only when asked),
+re-check, and repeat while nested calls still have fixes left.
+
+Only rewrites are applied: silencing a warning or explaining an environment variable
+are choices for a person, offered in the editor. A file is written only when its bytes
+are still the ones analysed; everything outside the edited spans stays byte-identical
+(encoding, line breaks, BOM and all).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..findings import Finding
+from ..sourcetext import DecodeError
+from .edits import EncodedText, LineIndex, TextEdit, overlaps, text_fingerprint
+from .model import REWRITE
+
+MAX_PASSES = 4  # a pass per level of nesting (`take(heaviside(x, v), i)` needs two)
+
+
+@dataclass(frozen=True)
+class AppliedFix:
+    path: str
+    line: int  # 1-based, where the finding was
+    character: int  # 1-based
+    target: str
+    call: str
+    fix_id: str
+    title: str
+    exact: bool
+
+    def as_json(self) -> dict:
+        return {"path": self.path, "line": self.line, "character": self.character, "target": self.target,
+                "call": self.call, "fix": self.fix_id, "title": self.title, "exact": self.exact}
+
+    def as_text(self) -> str:
+        return (f"{self.path}:{self.line}:{self.character}: fixed [{self.target}] `{self.call}`: {self.title} "
+                f"({self.fix_id}{'' if self.exact else ', approximate'})")
+
+
+@dataclass
+class FixOutcome:
+    applied: list  # AppliedFix, in the order applied
+    skipped: list  # (Finding, reason) for fixes that could not be applied
+    passes: int
+
+
+def choose(findings: list[Finding], unsafe: bool) -> list[tuple[Finding, dict]]:
+    """Per finding, the first rewrite it may apply: exact, or approximate with `unsafe`."""
+    chosen = []
+    for finding in findings:
+        for fix in finding.fixes:
+            if fix.get("kind") != REWRITE or not (fix.get("exact") or unsafe):
+                continue
+            if any("path" in edit for edit in fix.get("edits", [])) or not finding.abs_path:
+                continue
+            chosen.append((finding, fix))
+            break
+    return chosen
+
+
+def apply_to_files(chosen: list[tuple[Finding, dict]]) -> FixOutcome:
+    """Write the chosen fixes; a fix overlapping one already taken in its file waits for the
+    next pass (after a re-check its edits are fresh)."""
+    outcome = FixOutcome([], [], 1)
+    by_file: dict[str, list] = {}
+    for finding, fix in chosen:
+        by_file.setdefault(finding.abs_path, []).append((finding, fix))
+    for path, fixes in by_file.items():
+        try:
+            with open(path, "rb") as handle:
+                original = EncodedText.read(handle.read())
+        except (OSError, DecodeError) as error:
+            outcome.skipped.extend((f, f"cannot read the file: {error}") for f, _ in fixes)
+            continue
+        index = LineIndex(original.text)
+        taken: list[TextEdit] = []
+        applied: list[tuple[Finding, dict]] = []
+        for finding, fix in fixes:
+            if finding.data.get("text_sha256") != text_fingerprint(original.text):
+                outcome.skipped.append((finding, "the file changed since it was analysed"))
+                continue
+            edits = [TextEdit.from_json(e, index) for e in fix["edits"]]
+            if any(overlaps(new, old) and new != old for new in edits for old in taken):
+                outcome.skipped.append((finding, "overlaps another fix; applied on the next pass"))
+                continue
+            taken.extend(e for e in edits if e not in taken)
+            applied.append((finding, fix))
+        if not applied:
+            continue
+        _write(path, original.with_edits(taken))
+        for finding, fix in applied:
+            start = finding.range.start
+            outcome.applied.append(AppliedFix(finding.path, start.line + 1, start.character + 1, finding.target or "",
+                                              finding.call or "", fix["id"], fix["title"], bool(fix["exact"])))
+    return outcome
+
+
+def _write(path: str, data: bytes) -> None:
+    """Replace the file atomically, keeping its permissions."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".atenlint-", suffix=".py", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        shutil.copymode(path, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def fix_until_clean(check: Callable[[], object], unsafe: bool,
+                    log: Optional[Callable[[str], None]] = None) -> tuple[object, FixOutcome]:
+    """Check, apply the chosen fixes, check again; stop when nothing more applies. Returns
+    the last report (what is left) and everything applied."""
+    total = FixOutcome([], [], 0)
+    report = check()
+    seen: set = set()
+    for _ in range(MAX_PASSES):
+        chosen = [(f, fix) for f, fix in choose(report.findings, unsafe)
+                  if (f.abs_path, f.range, fix["id"], fix["title"]) not in seen]
+        if not chosen:
+            break
+        seen.update((f.abs_path, f.range, fix["id"], fix["title"]) for f, fix in chosen)
+        outcome = apply_to_files(chosen)
+        total.passes += 1
+        total.applied.extend(outcome.applied)
+        # An overlapping fix is retried on the next pass; other skips are final.
+        total.skipped.extend(s for s in outcome.skipped if not s[1].startswith("overlaps"))
+        if not outcome.applied:
+            total.skipped.extend(s for s in outcome.skipped if s[1].startswith("overlaps"))
+            break
+        report = check()
+    else:
+        if log is not None:
+            log(f"stopped after {MAX_PASSES} fix passes")
+    return report, total
+
+
+def fix_summary(outcome: FixOutcome) -> str:
+    """What --fix changed, one line per fix, then a count (text output)."""
+    lines = [applied.as_text() for applied in outcome.applied]
+    for finding, reason in outcome.skipped:
+        start = finding.range.start
+        lines.append(f"{finding.path}:{start.line + 1}:{start.character + 1}: not fixed `{finding.call}`: {reason}")
+    files = len({applied.path for applied in outcome.applied})
+    count = len(outcome.applied)
+    lines.append(f"atenlint: applied {count} fix{'es' if count != 1 else ''}"
+                 + (f" in {files} file{'s' if files != 1 else ''}" if count else "")
+                 + "; the report below is what remains")
+    return "\n".join(lines) + "\n"

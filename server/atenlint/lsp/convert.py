@@ -1,0 +1,321 @@
+"""Findings and call sites -> LSP values (diagnostics, code actions, hover), and position
+encodings. The analysis speaks UTF-16 columns; a client may negotiate UTF-8 or UTF-32."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+from lsprotocol import types
+
+from ..findings import DOCS_URL, Finding
+from ..sourcetext import Position, Range, SourceText, utf16_length
+
+SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+FIX_ALL_KIND = "source.fixAll.atenlint"
+
+
+class Encoding:
+    """Converts between the analysis' UTF-16 columns and the negotiated encoding."""
+
+    def __init__(self, name="utf-16"):
+        self.name = str(getattr(name, "value", name)).lower()
+
+    def to_client(self, rng: Range, source: Optional[SourceText]) -> types.Range:
+        return types.Range(self._out(rng.start, source), self._out(rng.end, source))
+
+    def from_client(self, position: types.Position, source: Optional[SourceText]) -> Position:
+        if source is None or self.name == "utf-16":
+            return Position(position.line, position.character)
+        text = source.line_text(position.line)
+        if self.name == "utf-8":
+            prefix = text.encode("utf-8")[:position.character].decode("utf-8", errors="ignore")
+        else:
+            prefix = text[:position.character]
+        return Position(position.line, utf16_length(prefix))
+
+    def _out(self, position: Position, source: Optional[SourceText]) -> types.Position:
+        if source is None or self.name == "utf-16":
+            return types.Position(position.line, position.character)
+        prefix = source.line_text(position.line)[:source.char_from_utf16(position.line, position.character)]
+        column = len(prefix.encode("utf-8")) if self.name == "utf-8" else len(prefix)
+        return types.Position(position.line, column)
+
+
+def diagnostic(finding: Finding, source: Optional[SourceText], encoding: Encoding) -> types.Diagnostic:
+    related = []
+    for item in finding.related:
+        location = types.Location(
+            uri=_uri(item["path"]),
+            range=types.Range(types.Position(item["line"], item["character"]),
+                              types.Position(item["line"], item["character"])))
+        related.append(types.DiagnosticRelatedInformation(location=location, message=item["message"]))
+    return types.Diagnostic(
+        range=encoding.to_client(finding.range, source),
+        message=finding.message,
+        severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
+        code=finding.code,
+        code_description=types.CodeDescription(href=f"{DOCS_URL}{finding.code.lower()}"),
+        source="atenlint",
+        related_information=related or None,
+        data=diagnostic_data(finding),
+    )
+
+
+def diagnostic_data(finding: Finding) -> dict:
+    """Everything a code action needs, so answering one never re-analyses."""
+    return {
+        "target": finding.target, "code": finding.code, "ops": list(finding.ops), "call": finding.call,
+        "module": finding.module, "capture": finding.capture, "fixes": list(finding.fixes),
+        "range": finding.range.as_json(), "path": finding.abs_path or finding.path,
+        "class": finding.data.get("class"), "key": finding.data.get("key"),
+        "missing": finding.data.get("missing"), "config": finding.data.get("config"),
+        "class_line": finding.data.get("class_line"),
+    }
+
+
+def _uri(path: str) -> str:
+    from pygls.uris import from_fs_path
+
+    return from_fs_path(os.path.abspath(path)) or path
+
+
+# -- code actions ----------------------------------------------------------------
+
+
+def code_actions(uri: str, text: str, diagnostics: list[types.Diagnostic], only: Optional[list],
+                 encoding: Encoding, all_diagnostics_data: list[dict]) -> list[types.CodeAction]:
+    """Quick fixes and ignores for the diagnostics in the request, plus fix-all."""
+    source = SourceText(text, uri)
+    actions: list[types.CodeAction] = []
+    wants = _kinds_filter(only)
+    for diag in diagnostics:
+        data = diag.data if isinstance(diag.data, dict) else None
+        if not data or diag.source != "atenlint":
+            continue
+        if wants(types.CodeActionKind.QuickFix):
+            actions.extend(_fix_actions(uri, source, diag, data, encoding))
+            actions.extend(_ignore_actions(uri, source, diag, data, encoding))
+    if wants(FIX_ALL_KIND) and only and any(k.startswith("source") for k in only):
+        fix_all = fix_all_action(uri, source, all_diagnostics_data, encoding)
+        if fix_all is not None:
+            actions.append(fix_all)
+    return actions
+
+
+def _kinds_filter(only: Optional[list]):
+    if not only:
+        return lambda kind: kind != FIX_ALL_KIND
+    return lambda kind: any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+
+def _edit(uri: str, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+    return types.WorkspaceEdit(changes={uri: edits})
+
+
+def _text_edit(fix_edit: dict, source: SourceText, encoding: Encoding) -> types.TextEdit:
+    rng = Range.from_json(fix_edit["range"])
+    return types.TextEdit(range=encoding.to_client(rng, source), new_text=fix_edit["newText"])
+
+
+def _fix_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dict,
+                 encoding: Encoding) -> list[types.CodeAction]:
+    actions = []
+    path = data.get("path")
+    for fix in data.get("fixes") or []:
+        edits = fix.get("edits") or []
+        if not edits:
+            continue  # an explanation, not an edit: the hover shows it
+        by_file: dict[str, list] = {}
+        for edit in edits:
+            target = edit.get("path") or path
+            edit_uri = uri if not target or os.path.abspath(target) == os.path.abspath(path or "") else _uri(target)
+            by_file.setdefault(edit_uri, []).append(_text_edit(edit, source, encoding) if edit_uri == uri else
+                                                   types.TextEdit(range=_plain_range(edit["range"]),
+                                                                  new_text=edit["newText"]))
+        action = types.CodeAction(
+            title=fix.get("title", "Apply atenlint fix"),
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diag],
+            is_preferred=bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite",
+            edit=types.WorkspaceEdit(changes=by_file) if by_file else None,
+        )
+        actions.append(action)
+    return actions
+
+
+def _plain_range(data: dict) -> types.Range:
+    return types.Range(types.Position(**data["start"]), types.Position(**data["end"]))
+
+
+def _ignore_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dict,
+                    encoding: Encoding) -> list[types.CodeAction]:
+    actions = []
+    ops = data.get("ops") or []
+    target = data.get("target")
+    if ops and target:
+        label = ", ".join(ops)
+        line = Range.from_json(data["range"]).start.line
+        edit = ignore_comment_edit(source, line, ops)
+        actions.append(types.CodeAction(
+            title=f"Ignore {label} on this line", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+            edit=_edit(uri, [types.TextEdit(range=encoding.to_client(edit[0], source), new_text=edit[1])])))
+        project_edit = ignore_in_project_edit(data.get("path"), target, ops)
+        if project_edit is not None:
+            pyproject, rng, new_text = project_edit
+            actions.append(types.CodeAction(
+                title=f"Ignore {label} for target {target} in this project",
+                kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+                edit=_edit(_uri(pyproject), [types.TextEdit(range=_plain_range(rng), new_text=new_text)])))
+    if data.get("code") == "ATL003" and data.get("class"):
+        stub = factory_stub_edit(source, data)
+        if stub is not None:
+            actions.append(types.CodeAction(
+                title=f"Add a factory for `{data['class']}`", kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diag],
+                edit=_edit(uri, [types.TextEdit(range=encoding.to_client(stub[0], source), new_text=stub[1])])))
+    return actions
+
+
+_IGNORE_COMMENT = re.compile(r"#\s*atenlint:\s*ignore\[(?P<items>[^\]]*)\]")
+
+
+def ignore_comment_edit(source: SourceText, line: int, ops: list[str]) -> tuple[Range, str]:
+    """`# atenlint: ignore[aten::X]` at the end of the line, merged into an existing one."""
+    text = source.line_text(line)
+    existing = _IGNORE_COMMENT.search(text)
+    if existing:
+        items = [i.strip() for i in existing["items"].split(",") if i.strip()]
+        merged = items + [op for op in ops if op not in items]
+        start = source.utf16_from_char(line, existing.start())
+        end = source.utf16_from_char(line, existing.end())
+        return Range(Position(line, start), Position(line, end)), f"# atenlint: ignore[{', '.join(merged)}]"
+    end = source.utf16_from_char(line, len(text))
+    return Range(Position(line, end), Position(line, end)), f"  # atenlint: ignore[{', '.join(ops)}]"
+
+
+def ignore_in_project_edit(path: Optional[str], target: str, ops: list[str]) -> Optional[tuple[str, dict, str]]:
+    """An edit to the nearest pyproject.toml adding the ops to [tool.atenlint] ignore.
+
+    Only appends new text (never rewrites what the user wrote): a `[tool.atenlint.ignore]`
+    table line for the target, or the table itself at the end of the file.
+    """
+    if not path:
+        return None
+    directory = os.path.dirname(os.path.abspath(path))
+    pyproject = None
+    while True:
+        candidate = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(candidate):
+            pyproject = candidate
+            break
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    if pyproject is None:
+        return None
+    try:
+        with open(pyproject, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    lines = text.splitlines()
+    quoted = ", ".join(f'"{op}"' for op in ops)
+    header = next((i for i, ln in enumerate(lines) if ln.strip() == "[tool.atenlint.ignore]"), None)
+    if header is not None:
+        for i in range(header + 1, len(lines)):
+            stripped = lines[i].strip()
+            if stripped.startswith("["):
+                break
+            match = re.match(rf"^{re.escape(target)}\s*=\s*\[(?P<items>.*)\]\s*$", stripped)
+            if match:
+                items = [x.strip() for x in match["items"].split(",") if x.strip()]
+                new_items = items + [f'"{op}"' for op in ops if f'"{op}"' not in items]
+                rng = {"start": {"line": i, "character": 0}, "end": {"line": i, "character": len(lines[i])}}
+                return pyproject, rng, f"{target} = [{', '.join(new_items)}]"
+        rng = {"start": {"line": header + 1, "character": 0}, "end": {"line": header + 1, "character": 0}}
+        return pyproject, rng, f"{target} = [{quoted}]\n"
+    end_line = len(lines)
+    prefix = "" if text.endswith("\n") or not text else "\n"
+    rng = {"start": {"line": end_line, "character": 0}, "end": {"line": end_line, "character": 0}}
+    if not text.endswith("\n") and text:
+        rng = {"start": {"line": end_line - 1, "character": len(lines[-1])},
+               "end": {"line": end_line - 1, "character": len(lines[-1])}}
+    return pyproject, rng, f"{prefix}\n[tool.atenlint.ignore]\n{target} = [{quoted}]\n"
+
+
+def factory_stub_edit(source: SourceText, data: dict) -> Optional[tuple[Range, str]]:
+    """`# atenlint: init=Class(a=..., b=...)` above the class, for the user to fill in."""
+    line = Range.from_json(data["range"]).start.line
+    text = source.line_text(line)
+    indent = text[:len(text) - len(text.lstrip())]
+    missing = data.get("missing") or []
+    arguments = ", ".join(f"{name}=..." for name in missing)
+    stub = f"{indent}# atenlint: init={data['class']}({arguments})\n"
+    first = line
+    while first > 0 and source.line_text(first - 1).lstrip().startswith("@"):
+        first -= 1
+    return Range(Position(first, 0), Position(first, 0)), stub
+
+
+def fix_all_action(uri: str, source: SourceText, diagnostics_data: list[dict],
+                   encoding: Encoding) -> Optional[types.CodeAction]:
+    """Every exact rewrite in the file, non-overlapping, in one edit."""
+    chosen: list[dict] = []
+    taken: list[Range] = []
+    for data in diagnostics_data:
+        for fix in data.get("fixes") or []:
+            if not (fix.get("exact") and fix.get("kind", "rewrite") == "rewrite"):
+                continue
+            ranges = [Range.from_json(e["range"]) for e in fix.get("edits", [])]
+            if any(_overlaps(r, t) for r in ranges for t in taken if r != t):
+                continue
+            taken.extend(ranges)
+            chosen.extend(fix.get("edits", []))
+            break
+    if not chosen:
+        return None
+    unique = []
+    for edit in chosen:
+        if edit not in unique:
+            unique.append(edit)
+    return types.CodeAction(title="atenlint: apply every exact fix", kind=FIX_ALL_KIND,
+                            edit=_edit(uri, [_text_edit(e, source, encoding) for e in unique]))
+
+
+def _overlaps(a: Range, b: Range) -> bool:
+    a_start, a_end = (a.start.line, a.start.character), (a.end.line, a.end.character)
+    b_start, b_end = (b.start.line, b.start.character), (b.end.line, b.end.character)
+    return a_start < b_end and b_start < a_end
+
+
+# -- hover -------------------------------------------------------------------------
+
+
+def hover_markdown(site, torch_version: str, notes: Optional[list] = None) -> str:
+    lines = [f"**`{site.call}`** calls " + ", ".join(f"`{op}`" for op in site.ops)]
+    reached = [op for op in site.reached if op not in site.ops]
+    if reached:
+        lines.append("")
+        lines.append("reaches " + ", ".join(f"`{op}`" for op in reached[:12]) + (" …" if len(reached) > 12 else ""))
+    lines.append("")
+    for target, verdict in sorted(site.verdicts.items()):
+        if verdict["status"] == "supported":
+            lines.append(f"- **{target}**: supported")
+        elif verdict["status"] == "conditional":
+            lines.append(f"- **{target}**: may fall back ({', '.join(verdict['ops'])}), on a path chosen at run time")
+        else:
+            lines.append(f"- **{target}**: {verdict['message']}")
+    if notes:
+        lines.append("")
+        lines.extend(f"> {note}" for note in notes)
+    lines.append("")
+    lines.append(f"_torch {torch_version}, {site.capture} capture_")
+    return "\n".join(lines)

@@ -1,0 +1,338 @@
+"""The pygls language server: each handler translates one LSP message into a call on the
+`Session` (state and scheduling) and converts results with `convert`. Nothing here
+analyses anything."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import uuid
+from typing import Optional
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..output import report_markdown_for
+from ..sourcetext import SourceText
+from . import convert
+from .session import Session, call_site_at, findings_at
+from .settings import EditorSettings, editor_settings
+
+STATUS_NOTIFICATION = "atenlint/status"
+CHECK_WORKSPACE = "atenlint.checkWorkspace"
+REPORT = "atenlint.report"
+_LOG_LEVEL = {"error": types.MessageType.Error, "warning": types.MessageType.Warning,
+              "info": types.MessageType.Info, "debug": types.MessageType.Log}
+
+
+class AtenlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("atenlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.session: Optional[Session] = None
+        self.encoding = convert.Encoding()
+        self.supports_refresh = False
+        self.supports_configuration = False
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+
+    # -- Callbacks for the session (called on the event loop thread) ------
+    def publish(self, uri: str, version: Optional[int], findings: list) -> None:
+        source = self._source(uri)
+        diagnostics = [convert.diagnostic(f, source, self.encoding) for f in findings]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+
+    def refresh(self) -> None:
+        if self.supports_refresh:
+            self.workspace_diagnostic_refresh(None)
+
+    def status(self, status: dict) -> None:
+        self._call_soon(self.protocol.notify, STATUS_NOTIFICATION, status)
+
+    def log(self, message: str, level: str = "info") -> None:
+        self._call_soon(self.window_log_message,
+                        types.LogMessageParams(type=_LOG_LEVEL.get(level, types.MessageType.Info), message=message))
+
+    def show(self, message: str, level: str = "info") -> None:
+        self._call_soon(self.window_show_message,
+                        types.ShowMessageParams(type=_LOG_LEVEL.get(level, types.MessageType.Info), message=message))
+
+    def _call_soon(self, function, *args) -> None:
+        """Messages may come from worker threads; the transport belongs to the loop."""
+        if self.loop is not None and threading.current_thread() is not threading.main_thread():
+            if not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(function, *args)
+        else:
+            function(*args)
+
+    def _source(self, uri: str) -> Optional[SourceText]:
+        document = self.session.documents.get(uri) if self.session else None
+        if document is not None:
+            return SourceText(document.text, document.path)
+        path = to_fs_path(uri)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return SourceText(handle.read(), path)
+        except (OSError, UnicodeDecodeError, TypeError):
+            return None
+
+
+server = AtenlintServer()
+
+
+def _path(uri: str) -> Optional[str]:
+    path = to_fs_path(uri)
+    return os.path.abspath(path) if path else None
+
+
+def _is_python(uri: str, language_id: Optional[str] = None) -> bool:
+    return (language_id == "python" or uri.endswith((".py", ".pyi"))) and _path(uri) is not None
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
+    ls.loop = asyncio.get_running_loop()
+    capabilities = params.capabilities
+    ls.encoding = convert.Encoding(ls.workspace.position_encoding or "utf-16")
+    text_document = capabilities.text_document
+    workspace = capabilities.workspace
+    ls.supports_refresh = bool(workspace and workspace.diagnostics and workspace.diagnostics.refresh_support)
+    # Pull only when we can also tell the client to re-pull (a file it imports changed, a
+    # slow analysis finished); otherwise push. One mechanism per session: a client that
+    # pulls and also receives pushes shows every squiggle twice.
+    pull = bool(text_document and text_document.diagnostic) and ls.supports_refresh
+    if not pull:
+        for method in (types.TEXT_DOCUMENT_DIAGNOSTIC, types.WORKSPACE_DIAGNOSTIC):
+            ls.protocol.fm.features.pop(method, None)  # capabilities are built after this handler
+    ls.supports_configuration = bool(workspace and workspace.configuration)
+    folders = [_path(f.uri) for f in (params.workspace_folders or [])] or \
+        ([_path(params.root_uri)] if params.root_uri else [])
+    settings = editor_settings(params.initialization_options)
+    ls.log(f"atenlint {__version__}: {'pull' if pull else 'push'} diagnostics, position encoding "
+           f"{ls.encoding.name}, workers run {settings.python}")
+    ls.session = Session(ls, settings, [f for f in folders if f], pull=pull)
+    ls.session.start()  # workers warm up in the background; initialize answers now
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: AtenlintServer, params: types.InitializedParams) -> None:
+    ls.session.announce()
+    await _pull_configuration(ls)
+    if _dynamic_watchers(ls):
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
+            id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                          types.FileSystemWatcher(glob_pattern="**/*.py")]))]))
+
+
+def _dynamic_watchers(ls: AtenlintServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    return bool(watched and watched.dynamic_registration)
+
+
+async def _pull_configuration(ls: AtenlintServer) -> None:
+    if not ls.supports_configuration:
+        return
+    try:
+        sections = await ls.workspace_configuration_async(types.ConfigurationParams(
+            items=[types.ConfigurationItem(section="atenlint")]))
+    except Exception as error:  # noqa: BLE001 - a client that cannot answer keeps the initial options
+        ls.log(f"workspace/configuration failed: {error}", "warning")
+        return
+    section = sections[0] if sections else None
+    if isinstance(section, dict) and section:
+        if ls.session.configure(editor_settings(section, base=ls.session.settings)):
+            ls.session.recheck_all()
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: AtenlintServer, params) -> None:
+    if ls.session is not None:
+        ls.session.shutdown()
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: AtenlintServer, params: types.DidOpenTextDocumentParams) -> None:
+    document = params.text_document
+    if _is_python(document.uri, document.language_id):
+        ls.session.open(document.uri, _path(document.uri), document.version, document.text)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: AtenlintServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if uri in ls.session.documents:
+        ls.session.change(uri, params.text_document.version, ls.workspace.get_text_document(uri).source)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: AtenlintServer, params: types.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    path = _path(uri)
+    if path and os.path.basename(path) == "pyproject.toml":
+        ls.session.project_settings_changed()
+        ls.session.recheck_all()
+    elif uri in ls.session.documents:
+        ls.session.save(uri, ls.workspace.get_text_document(uri).source)
+    elif path:
+        ls.session.recheck_dependents(path)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: AtenlintServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.session.close(params.text_document.uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: AtenlintServer, params: types.DidChangeWatchedFilesParams) -> None:
+    projects = [c for c in params.changes if c.uri.endswith("pyproject.toml")]
+    if projects:
+        ls.session.project_settings_changed()
+        ls.session.recheck_all()
+        return
+    for change in params.changes:
+        path = _path(change.uri)
+        if path:
+            ls.session.recheck_dependents(path)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: AtenlintServer, params: types.DidChangeConfigurationParams) -> None:
+    if ls.supports_configuration:
+        await _pull_configuration(ls)
+    elif isinstance(params.settings, dict):
+        if ls.session.configure(editor_settings(params.settings, base=ls.session.settings)):
+            ls.session.recheck_all()
+
+
+@server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
+                types.DiagnosticOptions(identifier="atenlint", inter_file_dependencies=True,
+                                        workspace_diagnostics=True))
+async def document_diagnostic(ls: AtenlintServer, params: types.DocumentDiagnosticParams):
+    uri = params.text_document.uri
+    if uri not in ls.session.documents:
+        if not _is_python(uri):
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        text_document = ls.workspace.get_text_document(uri)
+        ls.session.open(uri, _path(uri), text_document.version, text_document.source)
+    result = await ls.session.result_for(uri)
+    if result is None:
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    if params.previous_result_id == result.result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result.result_id)
+    source = ls._source(uri)
+    findings = ls.session.findings_for(_path(uri))
+    return types.RelatedFullDocumentDiagnosticReport(
+        result_id=result.result_id, items=[convert.diagnostic(f, source, ls.encoding) for f in findings])
+
+
+@server.feature(types.WORKSPACE_DIAGNOSTIC)
+def workspace_diagnostic(ls: AtenlintServer, params: types.WorkspaceDiagnosticParams):
+    previous = {p.uri: p.value for p in params.previous_result_ids or []}
+    items = []
+    for path, result in ls.session.workspace_results.items():
+        uri = convert._uri(path)
+        if uri in ls.session.documents:
+            continue  # open documents are reported by textDocument/diagnostic
+        if previous.get(uri) == result.result_id:
+            items.append(types.WorkspaceUnchangedDocumentDiagnosticReport(uri=uri, result_id=result.result_id,
+                                                                          version=None))
+            continue
+        source = ls._source(uri)
+        items.append(types.WorkspaceFullDocumentDiagnosticReport(
+            uri=uri, version=None, result_id=result.result_id,
+            items=[convert.diagnostic(f, source, ls.encoding) for f in result.findings]))
+    return types.WorkspaceDiagnosticReport(items=items)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND],
+                                        resolve_provider=False))
+def code_action(ls: AtenlintServer, params: types.CodeActionParams):
+    uri = params.text_document.uri
+    document = ls.session.documents.get(uri)
+    text = document.text if document else ls.workspace.get_text_document(uri).source
+    result = ls.session.last_result(uri)
+    all_data = [convert.diagnostic_data(f) for f in result.findings] if result else []
+    return convert.code_actions(uri, text, list(params.context.diagnostics), params.context.only, ls.encoding,
+                                all_data) or None
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: AtenlintServer, params: types.HoverParams) -> Optional[types.Hover]:
+    uri = params.text_document.uri
+    source = ls._source(uri)
+    position = ls.encoding.from_client(params.position, source)
+    result = ls.session.last_result(uri)
+    site = call_site_at(result, position.line, position.character)
+    if site is None:
+        return None
+    torch = ls.session.engine.torch_version if ls.session.engine else "?"
+    # Remedies that are advice rather than edits (how to enable the CPU fallback) live here.
+    notes = [fix.get("description") or fix.get("title") for finding in findings_at(result, position.line,
+                                                                                   position.character)
+             for fix in finding.fixes if not fix.get("edits")]
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                    value=convert.hover_markdown(site, torch, notes)),
+                       range=ls.encoding.to_client(site.range, source))
+
+
+@server.command(CHECK_WORKSPACE)
+async def check_workspace(ls: AtenlintServer, *args) -> dict:
+    token = str(uuid.uuid4())
+    cancelled = threading.Event()
+    created = False
+    try:
+        await ls.work_done_progress.create_async(token)
+        created = True
+    except Exception:  # noqa: BLE001 - a client without work-done progress still gets the results
+        pass
+    if created:
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="atenlint: checking the workspace", cancellable=True, percentage=0))
+        future = ls.work_done_progress.tokens.get(token)
+        if future is not None:
+            future.add_done_callback(lambda f: cancelled.set() if f.cancelled() else None)
+
+    def progress(done: int, total: int, name: str) -> None:
+        if created:
+            ls._call_soon(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
+                message=f"{done + 1}/{total} {name}", percentage=int(100 * done / max(total, 1)),
+                cancellable=True))
+
+    loop = asyncio.get_running_loop()
+    results = await loop.run_in_executor(ls.session._executor, ls.session.check_workspace, progress, cancelled)
+    for path, result in results.items():
+        if not ls.session.pull:
+            ls.publish(convert._uri(path), None, result.findings)
+    ls.refresh()
+    if created:
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(
+            message="cancelled" if cancelled.is_set() else f"{len(results)} files checked"))
+    return {"files": len(results), "findings": sum(len(r.findings) for r in results.values()),
+            "cancelled": cancelled.is_set()}
+
+
+@server.command(REPORT)
+async def report(ls: AtenlintServer, *args) -> dict:
+    uri = args[0] if args else None
+    if isinstance(uri, list):
+        uri = uri[0] if uri else None
+    if not isinstance(uri, str):
+        return {"markdown": "No file given."}
+    if uri not in ls.session.documents:
+        text_document = ls.workspace.get_text_document(uri)
+        ls.session.open(uri, _path(uri), text_document.version, text_document.source)
+    result = await ls.session.result_for(uri)
+    torch = ls.session.engine.torch_version if ls.session.engine else "?"
+    return {"markdown": report_markdown_for(_path(uri), result.call_sites if result else [],
+                                            result.findings if result else [], torch)}
+
+
+def serve() -> int:
+    server.start_io()
+    return 0

@@ -1,0 +1,55 @@
+"""Core ML through coremltools' PyTorch frontend: an op converts iff coremltools' op
+registry has a translation for it (looked up with its own name normalisation, in the
+worker). Conversion stops at the first op it lacks, so a missing op is an error."""
+
+from __future__ import annotations
+
+from .base import ClassResult, Problem, Verdict, join_ops
+from .walk import base_name, eval_only, unsupported
+
+MISSING = "missing"
+
+
+class CoreMLTarget:
+    name = "coreml"
+    description = "Core ML through coremltools.convert"
+    device = "cpu"
+    tree_view = "dispatch"
+
+    def __init__(self, data: dict, torch_version: str):
+        self.data = data
+        self.available = bool(data.get("available"))
+        self.ops = set(data.get("ops", ()))
+        self.torch_version = torch_version
+
+    def _supported(self, op: str) -> bool:
+        return base_name(op) in self.ops
+
+    def problems(self, tree: dict, phases: tuple) -> list[Problem]:
+        if not self.available or eval_only(phases):
+            return []
+        # coremltools converts the torch.jit.trace graph, which records the call itself
+        # (`adaptive_avg_pool3d`, not the `mean` or `_adaptive_avg_pool3d` it becomes).
+        return [Problem(base_name(op), MISSING) for op in unsupported(tree, self._supported, lambda node: False)]
+
+    def verdict(self, problems: list[Problem]) -> Verdict:
+        return Verdict("error", "COREML001",
+                       f"reaches {join_ops([p.op for p in problems])}, which coremltools {self.data.get('version')} "
+                       f"cannot convert (no translation in its PyTorch op registry): coremltools.convert fails")
+
+    def support(self, op: str) -> dict:
+        if self._supported(op):
+            return {"verdict": "supported", "reason": f"coremltools {self.data.get('version')} translates it"}
+        return {"verdict": "unsupported", "reason": "no translation in coremltools' op registry"}
+
+    def class_results(self, cls: dict) -> list[ClassResult]:
+        if self.available:
+            return []
+        return [ClassResult("information", "COREML000",
+                            f"`{cls['name']}` was not judged for coreml: {self.data.get('reason')} "
+                            f"(pip install coremltools)")]
+
+    def status(self) -> dict:
+        data = {"op registry": f"coremltools {self.data.get('version')}: {len(self.ops)} aten op names"
+                if self.available else self.data.get("reason")}
+        return {"target": self.name, "available": self.available, "description": self.description, "data": data}

@@ -1,0 +1,88 @@
+"""ExecuTorch (and plain core ATen): after `torch.export(...).run_decompositions()`, every
+overload must be in the core ATen opset (`torch.Tag.core`) or in ExecuTorch's verifier
+exceptions, or `to_edge` rejects it. Tables from the installed torch and executorch."""
+
+from __future__ import annotations
+
+from .base import Problem, Verdict, join_ops
+from .walk import eval_only, unsupported
+
+NOT_CORE = "not-core"
+NO_PORTABLE = "no-portable-kernel"
+
+
+class CoreAtenTarget:
+    device = "cpu"
+    tree_view = "export"
+
+    def __init__(self, name: str, core: dict, executorch: dict | None, torch_version: str):
+        self.name = name
+        self.torch_version = torch_version
+        self.executorch = executorch if executorch and executorch.get("available") else None
+        self.wants_executorch = executorch is not None
+        self.allowed = set(core.get("core", ())) | set(core.get("view_copy", ()))
+        if self.executorch:
+            self.allowed |= set(self.executorch.get("exceptions", ()))
+        self.no_portable = set(self.executorch.get("no_portable_kernel", ())) if self.executorch else set()
+        self.code = "ET001" if self.wants_executorch else "CORE001"
+        self.description = ("ExecuTorch: core ATen after torch.export, as to_edge verifies it"
+                            if self.wants_executorch else "the core ATen opset after torch.export decomposition")
+
+    def _supported(self, op: str) -> bool:
+        return op in self.allowed or not op.startswith("aten::")  # other namespaces: custom ops, not judged
+
+    def problems(self, tree: dict, phases: tuple) -> list[Problem]:
+        if eval_only(phases):
+            return []
+        found = [Problem(op, NOT_CORE)
+                 for op in unsupported(tree, self._supported, lambda node: node.get("via") == "default")]
+        if self.no_portable:
+            found += [Problem(op, NO_PORTABLE) for op in _leaves_in(tree, self.allowed) if op in self.no_portable]
+        return found
+
+    def verdict(self, problems: list[Problem]) -> Verdict:
+        not_core = [p.op for p in problems if p.kind == NOT_CORE]
+        no_portable = [p.op for p in problems if p.kind == NO_PORTABLE]
+        if not_core:
+            if self.wants_executorch:
+                where = (f"ExecuTorch {self.executorch['version']}'s to_edge rejects it" if self.executorch
+                         else "ExecuTorch's to_edge rejects it (install executorch for its exact allow-list)")
+            else:
+                where = "it is not in the core ATen opset"
+            message = (f"reaches {join_ops(not_core)}, which torch {self.torch_version}'s export decomposition keeps "
+                       f"and is not core ATen: {where}")
+            if no_portable:
+                message += f"; {join_ops(no_portable)} also has no portable kernel"
+            return Verdict("error", self.code, message)
+        return Verdict("information", "ET002",
+                       f"reaches {join_ops(no_portable)}, core ATen with no kernel in ExecuTorch "
+                       f"{self.executorch['version']}'s portable library: a delegate (XNNPACK, Core ML, ...) or "
+                       f"an optimized kernel library must provide it")
+
+    def support(self, op: str) -> dict:
+        if op in self.allowed:
+            note = " (no portable kernel)" if op in self.no_portable else ""
+            return {"verdict": "supported", "reason": "core ATen" + note}
+        return {"verdict": "unsupported", "reason": "not core ATen: decomposed by export if it can be, else rejected"}
+
+    def status(self) -> dict:
+        data = {"core ATen": f"torch {self.torch_version}: {len(self.allowed)} overloads allowed"}
+        if self.wants_executorch:
+            data["executorch"] = (f"{self.executorch['version']}: verifier exceptions and portable kernels"
+                                  if self.executorch else "not installed: core ATen only")
+        return {"target": self.name, "available": True, "description": self.description, "data": data}
+
+
+def _leaves_in(tree: dict, allowed: set) -> list[str]:
+    out: list[str] = []
+
+    def visit(node: dict) -> None:
+        if node["op"] in allowed:
+            out.append(node["op"])
+            return
+        if node.get("calls") is not None and node.get("via") == "default":
+            for child in node["calls"]:
+                visit(child)
+
+    visit(tree)
+    return out

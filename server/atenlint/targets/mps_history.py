@@ -1,0 +1,62 @@
+"""Since which torch release an aten overload has an MPS kernel, from the table that
+`scripts/gen_mps_history.py` derives from released wheels' `native_functions.yaml`."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Optional
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "mps_history.json")
+
+
+def _key(version: str) -> tuple:
+    parts = version.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
+@functools.lru_cache(maxsize=4)
+def load(path: str = DATA) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def releases(path: str = DATA) -> list[str]:
+    return list(load(path)["versions"])
+
+
+def has_kernel(op: str, version: str, path: str = DATA) -> Optional[bool]:
+    """Whether `op` had an MPS kernel in release `version` (None: release not in the table)."""
+    data = load(path)
+    wanted = _key(version)
+    if not any(_key(v) == wanted for v in data["versions"]):
+        return None
+    for first, last in data["ops"].get(op, ()):
+        if _key(first) <= wanted and (last is None or wanted <= _key(last)):
+            return True
+    return False
+
+
+def supported_from(op: str, installed: str, path: str = DATA) -> Optional[str]:
+    """The first release newer than `installed` from which `op` has an MPS kernel in every
+    later release listed; None when no newer release has one."""
+    data = load(path)
+    now = _key(installed)
+    for first, last in data["ops"].get(op, ()):
+        if _key(first) > now and last is None:
+            return first
+    return None
+
+
+def first_release(op: str, path: str = DATA) -> Optional[str]:
+    """The first release listed that has an MPS kernel for `op`, if it still has one."""
+    spans = load(path)["ops"].get(op, ())
+    return spans[-1][0] if spans and spans[-1][1] is None else None
+
+
+def newest(path: str = DATA) -> str:
+    return max(load(path)["versions"], key=_key)

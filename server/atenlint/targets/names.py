@@ -1,0 +1,28 @@
+"""Target names as users type them (no imports: config.py reads this without loading targets)."""
+
+from __future__ import annotations
+
+import re
+
+TARGETS = {
+    "mps": "Apple GPUs through PyTorch's MPS backend",
+    "cuda": "NVIDIA GPUs through PyTorch's CUDA backend",
+    "xla": "TPUs and other XLA devices through torch_xla",
+    "onnx": "ONNX through torch.onnx.export (onnx:N for opset N)",
+    "executorch": "ExecuTorch: core ATen after torch.export, as to_edge verifies it",
+    "core-aten": "the core ATen opset after torch.export decomposition (torch.Tag.core)",
+    "coreml": "Core ML through coremltools.convert",
+    "tensorrt": "NVIDIA TensorRT through Torch-TensorRT (dynamo)",
+    "torchscript": "torch.jit.script",
+}
+ALIASES = {}
+ONNX_OPSET = re.compile(r"onnx:(?P<opset>\d+)")
+ONNX_EXPORTERS = ("dynamo", "torchscript")
+
+
+def known(name: str) -> bool:
+    return name in TARGETS or ONNX_OPSET.fullmatch(name) is not None
+
+
+def listing() -> tuple[str, ...]:
+    return tuple(TARGETS) + ("onnx:N",)

@@ -1,0 +1,116 @@
+"""ONNX through `torch.onnx.export`: the TorchScript-based exporter (`dynamo=False`: a
+symbolic function per op and opset) or the dynamo exporter (`dynamo=True`, onnxscript's
+torchlib after the ONNX-friendly decomposition). Tables come from the installed torch and
+onnxscript (`probe/registries.py`).
+"""
+
+from __future__ import annotations
+
+from .base import ClassResult, Problem, Verdict, join_ops
+from .walk import base_name, eval_only, unsupported
+
+UNSUPPORTED = "unsupported"
+OPSET = "opset"  # supported from a higher opset than the one exported at
+CODES = {UNSUPPORTED: "ONNX001", OPSET: "ONNX002"}
+
+
+class OnnxTarget:
+    device = "cpu"
+    description = "ONNX through torch.onnx.export"
+
+    def __init__(self, name: str, opset: int | None, exporter: str, torchscript: dict, dynamo: dict,
+                 torch_version: str, exporter_chosen_by: str = "setting"):
+        self.name = name
+        self.torchscript = torchscript
+        self.dynamo = dynamo
+        self.torch_version = torch_version
+        self.exporter = exporter
+        self.exporter_chosen_by = exporter_chosen_by
+        self.opset = opset or torchscript.get("default_opset") or dynamo.get("default_opset") or 18
+        self.tree_view = "dispatch" if exporter == "torchscript" else "export"
+        if exporter == "torchscript":
+            self._first = {name: opsets[0] for name, opsets in torchscript.get("ops", {}).items()}
+        else:
+            self._first = dict(dynamo.get("ops", {}))
+            # Below torchlib's opset the exporter builds at its own opset and converts down.
+            self.registry_opset = max(self.opset, int(dynamo.get("default_opset") or 18))
+
+    @property
+    def available(self) -> bool:
+        table = self.torchscript if self.exporter == "torchscript" else self.dynamo
+        return bool(table.get("available"))
+
+    def _key(self, op: str) -> str:
+        if self.exporter != "torchscript":
+            return op
+        name = base_name(op)
+        # The exporter turns in-place calls into their functional ops before converting.
+        if name.endswith("_") and not name.endswith("__") and name not in self._first and name[:-1] in self._first:
+            return name[:-1]
+        return name
+
+    def _supported(self, op: str) -> bool:
+        first = self._first.get(self._key(op))
+        limit = self.opset if self.exporter == "torchscript" else self.registry_opset
+        return first is not None and first <= limit
+
+    def problems(self, tree: dict, phases: tuple) -> list[Problem]:
+        if not self.available or eval_only(phases):
+            return []
+        found = []
+        for op in unsupported(tree, self._supported, self._descend):
+            kind = OPSET if self._first.get(self._key(op)) is not None else UNSUPPORTED
+            found.append(Problem(self._key(op) if self.exporter == "torchscript" else op, kind))
+        return found
+
+    def _descend(self, node: dict) -> bool:
+        # The TorchScript exporter converts the traced graph, where torch.jit.trace records
+        # the call itself (`linalg_svdvals`, `scaled_dot_product_attention`), not what it
+        # decomposes into. The dynamo exporter decomposes an op it lacks by either table.
+        return self.exporter != "torchscript"
+
+    def first_opset(self, op: str):
+        return self._first.get(self._key(op))
+
+    def verdict(self, problems: list[Problem]) -> Verdict:
+        exporter = ("the TorchScript-based ONNX exporter (dynamo=False)" if self.exporter == "torchscript"
+                    else f"the dynamo ONNX exporter (onnxscript {self.dynamo.get('onnxscript')})")
+        parts = []
+        lacking = [p.op for p in problems if p.kind == UNSUPPORTED]
+        later = [p.op for p in problems if p.kind == OPSET]
+        if lacking:
+            parts.append(f"reaches {join_ops(lacking)}, which {exporter} in torch {self.torch_version} cannot "
+                         f"export at any opset: torch.onnx.export fails")
+        if later:
+            need = max(self.first_opset(op) for op in later)
+            parts.append(f"reaches {join_ops(later)}, which {exporter} supports from opset {need}; you export at "
+                         f"opset {self.opset}: raise opset_version to {need} or more")
+        message = "; it also ".join(parts)
+        return Verdict("error", CODES[UNSUPPORTED] if lacking else CODES[OPSET], message)
+
+    def support(self, op: str) -> dict:
+        first = self.first_opset(op)
+        if first is None:
+            return {"verdict": "unsupported", "reason": f"no {self.exporter} exporter implementation"}
+        if self._supported(op):
+            return {"verdict": "supported", "reason": f"implemented from opset {first}", "since": f"opset {first}"}
+        return {"verdict": "unsupported", "reason": f"needs opset {first} (target opset {self.opset})",
+                "since": f"opset {first}"}
+
+    def class_results(self, cls: dict) -> list[ClassResult]:
+        if self.available:
+            return []
+        reason = self.dynamo.get("reason") if self.exporter == "dynamo" else self.torchscript.get("reason")
+        return [ClassResult("information", "ONNX000",
+                            f"`{cls['name']}` was not judged for {self.name}: {reason}")]
+
+    def status(self) -> dict:
+        data = {"exporter": f"{self.exporter} ({self.exporter_chosen_by})", "opset": self.opset,
+                "torch": self.torch_version}
+        if self.exporter == "torchscript":
+            data["symbolic registry"] = (f"torch {self.torch_version}: {len(self._first)} ops, opsets "
+                                         f"{self.torchscript.get('min_opset')}-{self.torchscript.get('max_opset')}")
+        else:
+            data["torchlib registry"] = (f"onnxscript {self.dynamo.get('onnxscript')}: {len(self._first)} overloads"
+                                         if self.dynamo.get("available") else self.dynamo.get("reason"))
+        return {"target": self.name, "available": self.available, "description": self.description, "data": data}

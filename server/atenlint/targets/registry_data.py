@@ -1,0 +1,48 @@
+"""The installed exporters' support tables, asked of the worker (it alone may import torch
+and the optional packages) and cached on disk by the packages' exact versions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Callable, Optional
+
+from ..cache import cache_dir
+
+_TIMEOUT = 300.0
+
+
+def load(pool, log: Callable[[str], None] = lambda message: None) -> dict:
+    versions = pool.request("target_data", {"versions_only": True}, _TIMEOUT)
+    digest = hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:16]
+    path = os.path.join(cache_dir(), f"target-data-{digest}.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        if data.get("versions") == versions:
+            return data
+    except (OSError, ValueError):
+        pass
+    data = pool.request("target_data", {}, _TIMEOUT)
+    log(f"exporter registries read in {data.get('seconds', 0):.1f}s ({_describe(versions)})")
+    if data.get("versions") == versions:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(data, handle)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return data
+
+
+def _describe(versions: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in versions.items() if k != "format" and v)
+
+
+def section(data: Optional[dict], name: str) -> dict:
+    """One registry's table, or an unavailable marker with the reason."""
+    if data is None:
+        return {"available": False, "reason": "the exporter registries could not be read"}
+    return data.get(name) or {"available": False, "reason": f"no {name} data"}

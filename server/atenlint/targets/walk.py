@@ -1,0 +1,45 @@
+"""Walking a call tree against a support predicate: the shared core of the registry targets.
+
+A node is fine when the backend supports its overload; otherwise, when the view says the
+op decomposes (`calls`) and the target would let it, its calls are judged instead;
+otherwise the overload is a problem.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+Node = dict
+
+
+def unsupported(tree: Node, supported: Callable[[str], bool],
+                descend: Callable[[Node], bool] = lambda node: True) -> list[str]:
+    missing: list[str] = []
+    _visit(tree, supported, descend, missing)
+    return missing
+
+
+def _visit(node: Node, supported, descend, missing: list[str]) -> None:
+    name = node["op"]
+    if supported(name):
+        return
+    calls = node.get("calls")
+    if calls is None and node.get("undecomposed") and node.get("decomposable"):
+        return  # export decomposes it, into what the capture could not see (no shapes): not judged
+    if calls is not None and descend(node):
+        for child in calls:
+            _visit(child, supported, descend, missing)
+        return
+    if name not in missing:
+        missing.append(name)
+
+
+def base_name(op: str) -> str:
+    """`aten::add.Tensor` -> `aten::add`."""
+    namespace, _, rest = op.partition("::")
+    return f"{namespace}::{rest.split('.', 1)[0]}"
+
+
+def eval_only(phases: tuple) -> bool:
+    """Exported models run in eval mode: a call made only while training is not exported."""
+    return bool(phases) and "eval" not in phases

@@ -1,0 +1,175 @@
+"""atenlint's verdicts on the corpus next to what the real exporters do (shared by the
+tests and by `python tests/corpus/agreement.py`, which prints the table)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODULES = os.path.join(HERE, "modules")
+TS_OPSETS = ("9", "13", "17")
+DYNAMO_OPSET = "18"
+
+
+def module_files() -> list[str]:
+    return sorted(os.path.join(MODULES, f) for f in os.listdir(MODULES) if f.endswith(".py"))
+
+
+def _versions() -> dict:
+    out = {}
+    for name in ("torch", "onnx", "onnxscript", "coremltools", "executorch"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def ground_truth(cache_dir: str) -> dict:
+    """The real exporters' results, computed in two subprocesses, cached by the module
+    sources, the runner and the package versions."""
+    files = module_files()
+    digest = hashlib.sha256(json.dumps(_versions(), sort_keys=True).encode())
+    for path in files + [os.path.join(HERE, "ground_truth.py")]:
+        with open(path, "rb") as handle:
+            digest.update(handle.read())
+    cached = os.path.join(cache_dir, f"corpus-truth-{digest.hexdigest()[:16]}.json")
+    if os.path.exists(cached):
+        with open(cached, encoding="utf-8") as handle:
+            return json.load(handle)
+    halves = [files[0::2], files[1::2]]
+
+    def run(index: int) -> dict:
+        out = os.path.join(cache_dir, f"corpus-truth-part{index}-{os.getpid()}.json")
+        subprocess.run([sys.executable, os.path.join(HERE, "ground_truth.py"), out, *halves[index]],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+        with open(out, encoding="utf-8") as handle:
+            part = json.load(handle)
+        os.remove(out)
+        return part
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = {}
+        for part in pool.map(run, range(2)):
+            results.update(part)
+    with open(cached, "w", encoding="utf-8") as handle:
+        json.dump(results, handle, indent=1, sort_keys=True)
+    return results
+
+
+def atenlint_verdicts(engine) -> dict:
+    """Per module file and target, the overloads atenlint reports at error level (and, apart,
+    the ones it reports only as conditional)."""
+    from atenlint.config import SettingsResolver
+
+    out: dict = {}
+    runs = [(("torchscript", "executorch", "coreml") + tuple(f"onnx:{o}" for o in TS_OPSETS), "torchscript"),
+            ((f"onnx:{DYNAMO_OPSET}",), "dynamo")]
+    for targets, exporter in runs:
+        engine.resolver = SettingsResolver(overrides={"targets": targets, "onnx_exporter": exporter})
+        report = engine.check_paths([MODULES], jobs=1)
+        for finding in report.findings:
+            name = os.path.basename(finding.abs_path or finding.path)
+            if finding.target is None:
+                continue
+            key = finding.target if exporter == "torchscript" or not finding.target.startswith("onnx") \
+                else f"dynamo:{DYNAMO_OPSET}"
+            entry = out.setdefault(name, {}).setdefault(key, {"error": set(), "conditional": set(), "codes": set()})
+            # A conditional finding (information) is still a report the user sees.
+            bucket = "error" if finding.severity == "error" or finding.data.get("conditional") else "conditional"
+            entry[bucket].update(finding.ops)
+            entry["codes"].add(finding.code)
+    return out
+
+
+def _base(op: str) -> str:
+    namespace, _, rest = op.partition("::")
+    return f"{namespace}::{rest.split('.', 1)[0]}" if rest else op
+
+
+def compare(truth: dict, mine: dict) -> list[dict]:
+    """One row per module and exporter: agree or not, and both sides."""
+    rows = []
+    for name in sorted(truth):
+        real = truth[name]
+        ours = mine.get(name, {})
+
+        def got(key):
+            entry = ours.get(key) or {"error": set(), "conditional": set(), "codes": set()}
+            return entry
+
+        ts = got("torchscript")
+        rows.append(_row(name, "torchscript", real["torchscript"]["ok"], set(), not ts["codes"], set()))
+        for opset in TS_OPSETS:
+            res = real["onnx_torchscript"][opset]
+            expected = set(res.get("unsupported") or ([res["named"]] if res.get("named") else []))
+            entry = got(f"onnx:{opset}")
+            ours_ops = {_base(op) for op in entry["error"]}
+            rows.append(_row(name, f"onnx torchscript opset {opset}", res["ok"], expected, not ours_ops, ours_ops))
+        if "onnx_dynamo" in real:
+            res = real["onnx_dynamo"][DYNAMO_OPSET]
+            entry = got(f"dynamo:{DYNAMO_OPSET}")
+            rows.append(_row(name, f"onnx dynamo opset {DYNAMO_OPSET}", res["ok"], set(res.get("unsupported") or ()),
+                             not entry["error"], set(entry["error"])))
+        if "executorch" in real:
+            res = real["executorch"]
+            entry = got("executorch")
+            rows.append(_row(name, "executorch", res["ok"], set(res["not_core"]), not entry["error"],
+                             set(entry["error"])))
+        if real.get("coreml", {}).get("available"):
+            res = real["coreml"]
+            entry = got("coreml")
+            expected = {f"aten::{res['missing']}"} if res.get("missing") else set()
+            rows.append(_row(name, "coreml", res["ok"], expected, not entry["error"], {_base(o) for o in entry["error"]},
+                             first_only=True))
+    return rows
+
+
+def _row(module, exporter, real_ok, real_ops, ours_ok, ours_ops, first_only=False) -> dict:
+    if first_only:  # the converter names only the first op it lacks
+        agree = real_ok == ours_ok and (real_ok or not real_ops or real_ops <= ours_ops)
+    else:
+        agree = real_ok == ours_ok and (not real_ops or real_ops == ours_ops or real_ok)
+    return {"module": module, "exporter": exporter, "real_ok": real_ok, "real_ops": sorted(real_ops),
+            "ours_ok": ours_ok, "ours_ops": sorted(ours_ops), "agree": agree}
+
+
+def table(rows: list[dict]) -> str:
+    by_exporter: dict = {}
+    for row in rows:
+        stats = by_exporter.setdefault(row["exporter"], {"modules": 0, "agree": 0, "disagree": []})
+        stats["modules"] += 1
+        if row["agree"]:
+            stats["agree"] += 1
+        else:
+            stats["disagree"].append(row)
+    lines = ["| exporter | modules | agree | disagree |", "|---|---|---|---|"]
+    for exporter, stats in by_exporter.items():
+        lines.append(f"| {exporter} | {stats['modules']} | {stats['agree']} | {len(stats['disagree'])} |")
+    for exporter, stats in by_exporter.items():
+        for row in stats["disagree"]:
+            lines.append(f"- {exporter} / {row['module']}: real {'ok' if row['real_ok'] else 'fails'} "
+                         f"{row['real_ops']}, atenlint {'ok' if row['ours_ok'] else 'fails'} {row['ours_ops']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(HERE))
+    from atenlint.cache import cache_dir
+    from atenlint.engine import Engine
+    from atenlint.worker.pool import WorkerPool
+
+    truth = ground_truth(cache_dir())
+    pool = WorkerPool(1)
+    try:
+        engine = Engine(pool)
+        engine.start()
+        print(table(compare(truth, atenlint_verdicts(engine))))
+    finally:
+        pool.close()

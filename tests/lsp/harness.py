@@ -1,0 +1,145 @@
+"""Drive the real `atenlint serve` over stdio like an editor does, whatever the
+client's capabilities say it does (push or pull diagnostics, position encodings)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from typing import Optional
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient, client_capabilities
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKSPACE = os.path.join(HERE, "workspace")
+CLIENTS = ["visual-studio-code", "neovim", "emacs"]
+SERVER = [sys.executable, "-m", "atenlint", "serve"]
+
+
+def copy_workspace(tmp_path) -> str:
+    root = os.path.join(str(tmp_path), "ws")
+    shutil.copytree(WORKSPACE, root)
+    return root
+
+
+def register_extras(client: LanguageClient) -> None:
+    """What real editors answer that pytest-lsp's client does not by default."""
+    client.statuses = []
+    client.versions = {}
+
+    client.protocol.fm.features.pop(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params):  # noqa: ANN001 - keep the version each publish was for
+        client.diagnostics[params.uri] = params.diagnostics
+        client.versions[params.uri] = params.version
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params):  # noqa: ANN001
+        return None
+
+    @client.feature("atenlint/status")
+    def status(params):  # noqa: ANN001
+        client.statuses.append(params._asdict() if hasattr(params, "_asdict") else dict(params))
+
+
+async def start(client: LanguageClient, spec: str, root: str, options: Optional[dict] = None) -> None:
+    register_extras(client)
+    client.server_caps = (await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities(spec),
+        root_uri=from_fs_path(root),
+        workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(root), name="ws")],
+        initialization_options=options or {},
+    ))).capabilities
+
+
+def uses_pull(client: LanguageClient) -> bool:
+    return client.server_caps.diagnostic_provider is not None
+
+
+def uri_of(path: str) -> str:
+    return from_fs_path(path)
+
+
+def open_file(client: LanguageClient, path: str, text: Optional[str] = None, version: int = 1) -> str:
+    uri = uri_of(path)
+    if text is None:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)))
+    return uri
+
+
+def replace_text(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+def save(client: LanguageClient, uri: str, path: Optional[str] = None, text: Optional[str] = None) -> None:
+    if path is not None and text is not None:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri)))
+
+
+async def diagnostics(client: LanguageClient, uri: str, timeout: float = 90.0) -> list[types.Diagnostic]:
+    """The document's current diagnostics: pulled, or the next push."""
+    if uses_pull(client):
+        report = await asyncio.wait_for(client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri))), timeout)
+        return list(report.items)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while uri not in client.diagnostics:
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"no diagnostics for {uri} within {timeout}s")
+        await asyncio.sleep(0.05)
+    return list(client.diagnostics[uri])
+
+
+def apply_edits(text: str, edits: list[types.TextEdit], encoding: str = "utf-16") -> str:
+    """Apply TextEdits (positions in the negotiated encoding) the way an editor does."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(position: types.Position) -> int:
+        line_text = lines[position.line] if position.line < len(lines) else ""
+        column = position.character
+        if encoding == "utf-16":
+            units, index = 0, 0
+            while index < len(line_text) and units < column:
+                units += 2 if ord(line_text[index]) > 0xFFFF else 1
+                index += 1
+            column = index
+        elif encoding == "utf-8":
+            column = len(line_text.encode("utf-8")[:column].decode("utf-8", errors="ignore"))
+        return sum(len(x) for x in lines[:position.line]) + column
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        start, end = offset(edit.range.start), offset(edit.range.end)
+        text = text[:start] + edit.new_text + text[end:]
+        lines = text.splitlines(keepends=True)
+    return text
+
+
+def encoding_of(client: LanguageClient) -> str:
+    encoding = client.server_caps.position_encoding or "utf-16"
+    return str(getattr(encoding, "value", encoding))
+
+
+async def published_until(client: LanguageClient, uri: str, predicate, timeout: float = 90.0) -> list:
+    """Wait for a push whose diagnostics satisfy `predicate` (later analyses may refine
+    what an earlier publish said)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        items = client.diagnostics.get(uri)
+        if items is not None and predicate(list(items)):
+            return list(items)
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"diagnostics for {uri} never satisfied the condition; last: {items}")
+        await asyncio.sleep(0.05)

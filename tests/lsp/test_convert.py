@@ -1,0 +1,58 @@
+"""Code actions and encodings are pure functions of the diagnostic's data: no analysis."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from atenlint.lsp import convert
+from atenlint.sourcetext import Position, Range, SourceText
+
+TEXT = "import torch\n\n\nclass Net(nn.Module):\n    def forward(self, x, i):\n        return torch.take(x, i)\n"
+
+
+def test_ignore_comment_is_appended_or_merged():
+    source = SourceText(TEXT)
+    rng, text = convert.ignore_comment_edit(source, 5, ["aten::take"])
+    assert (rng.start.character, rng.end.character, text) == (31, 31, "  # atenlint: ignore[aten::take]")
+    merged_source = SourceText(TEXT.replace("(x, i)\n", "(x, i)  # atenlint: ignore[aten::mode]\n"))
+    rng, text = convert.ignore_comment_edit(merged_source, 5, ["aten::take"])
+    assert text == "# atenlint: ignore[aten::mode, aten::take]"
+
+
+def test_project_ignore_edits_the_nearest_pyproject(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    path, rng, text = convert.ignore_in_project_edit(str(pkg / "m.py"), "mps", ["aten::take"])
+    assert path == str(tmp_path / "pyproject.toml") and rng["start"]["line"] == 2
+    assert text == '\n[tool.atenlint.ignore]\nmps = ["aten::take"]\n'
+    (tmp_path / "pyproject.toml").write_text('[tool.atenlint.ignore]\nmps = ["aten::mode"]\n[other]\nx = 1\n')
+    _, rng, text = convert.ignore_in_project_edit(str(pkg / "m.py"), "mps", ["aten::take"])
+    assert rng["start"]["line"] == 1 and text == 'mps = ["aten::mode", "aten::take"]'
+
+
+def test_factory_stub_goes_above_the_class_and_its_decorators():
+    text = "import torch.nn as nn\n\n\n@register\nclass Net(nn.Module):\n    def __init__(self, dim, depth):\n"
+    rng, stub = convert.factory_stub_edit(SourceText(text), {
+        "range": Range(Position(4, 6), Position(4, 9)).as_json(), "class": "Net", "missing": ["dim", "depth"]})
+    assert rng.start.line == 3 and stub == "# atenlint: init=Net(dim=..., depth=...)\n"
+
+
+def test_positions_convert_to_the_negotiated_encoding():
+    source = SourceText('x = "𝛑"; torch.take(x, i)\n')
+    rng = Range(Position(0, 10), Position(0, 26))  # UTF-16: 𝛑 is two units
+    assert convert.Encoding("utf-16").to_client(rng, source).start.character == 10
+    assert convert.Encoding("utf-8").to_client(rng, source).start.character == 12  # four bytes
+    assert convert.Encoding("utf-32").to_client(rng, source).start.character == 9  # one code point
+    assert convert.Encoding("utf-8").from_client(types.Position(0, 12), source).character == 10
+
+
+def test_fix_all_takes_exact_rewrites_only_and_never_overlaps():
+    source = SourceText(TEXT)
+    edit = {"range": Range(Position(5, 15), Position(5, 31)).as_json(), "newText": "x.reshape(-1)[i]"}
+    data = [{"fixes": [{"kind": "rewrite", "exact": True, "edits": [edit]},
+                       {"kind": "rewrite", "exact": True, "edits": [edit]}]},
+            {"fixes": [{"kind": "rewrite", "exact": False, "edits": [dict(edit, newText="approx")]}]}]
+    action = convert.fix_all_action("file:///m.py", source, data, convert.Encoding())
+    (text_edit,) = action.edit.changes["file:///m.py"]
+    assert text_edit.new_text == "x.reshape(-1)[i]" and action.kind == convert.FIX_ALL_KIND

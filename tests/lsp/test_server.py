@@ -1,0 +1,119 @@
+"""The language server end to end, over stdio, with the recorded capabilities of VS Code,
+Neovim and Emacs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from harness import (CLIENTS, SERVER, apply_edits, copy_workspace, diagnostics, encoding_of, open_file,
+                     replace_text, save, start, uses_pull)
+
+MODEL_FIXED = """import torch
+import torch.nn as nn
+
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, index):
+        picked = self.proj(x).flatten()[index]
+        return picked + x.amax(dim=-1).sum()
+"""
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), params=CLIENTS)
+async def client(lsp_client: LanguageClient, request, tmp_path):
+    lsp_client.root = copy_workspace(tmp_path)
+    await start(lsp_client, request.param, lsp_client.root)
+    yield
+    await lsp_client.shutdown_session()
+
+
+def by_code(items):
+    return sorted((d.code, d.range.start.line, d.range.start.character) for d in items)
+
+
+@pytest.mark.asyncio
+async def test_open_gives_diagnostics_on_the_calls(client: LanguageClient):
+    uri = open_file(client, os.path.join(client.root, "model.py"))
+    items = await diagnostics(client, uri)
+    assert by_code(items) == [("MPS001", 10, 17), ("MPS001", 11, 24)]
+    take = next(d for d in items if d.range.start.line == 10)
+    assert take.source == "atenlint" and "aten::take" in take.message
+    assert take.code_description.href.endswith("#rule-mps001")
+    assert take.data["ops"] == ["aten::take"] and take.data["target"] == "mps"
+
+
+@pytest.mark.asyncio
+async def test_unsaved_edits_count_only_after_save_and_fixes_clear(client: LanguageClient):
+    path = os.path.join(client.root, "model.py")
+    uri = open_file(client, path)
+    assert len(await diagnostics(client, uri)) == 2
+    text = open(path, encoding="utf-8").read()
+    half = text.replace("torch.take(self.proj(x), index)", "self.proj(x).flatten()[index]")
+    replace_text(client, uri, half, 2)  # unsaved: the buffer text is what gets analysed on save
+    save(client, uri)
+    assert by_code(await diagnostics(client, uri)) == [("MPS001", 11, 24)]
+    replace_text(client, uri, MODEL_FIXED, 3)
+    save(client, uri)
+    assert await diagnostics(client, uri) == []  # the empty set is published too
+
+
+@pytest.mark.asyncio
+async def test_ignore_action_applies_and_recheck_is_clean(client: LanguageClient):
+    path = os.path.join(client.root, "model.py")
+    uri = open_file(client, path)
+    items = await diagnostics(client, uri)
+    take = next(d for d in items if "aten::take" in d.message)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri), range=take.range,
+        context=types.CodeActionContext(diagnostics=[take])))
+    ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
+    text = apply_edits(open(path, encoding="utf-8").read(), ignore.edit.changes[uri], encoding_of(client))
+    assert "torch.take(self.proj(x), index)  # atenlint: ignore[aten::take]\n" in text
+    replace_text(client, uri, text, 2)
+    save(client, uri)
+    assert [d.code for d in await diagnostics(client, uri)] == ["MPS001"]  # only torch.mode is left
+
+
+@pytest.mark.asyncio
+async def test_hover_names_overloads_and_verdicts(client: LanguageClient):
+    uri = open_file(client, os.path.join(client.root, "model.py"))
+    await diagnostics(client, uri)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 20)))
+    assert hover is not None
+    assert "`aten::take`" in hover.contents.value and "**mps**" in hover.contents.value
+    assert "torch 2." in hover.contents.value
+    clean = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 40)))
+    assert "supported" in clean.contents.value  # self.proj(x): aten::linear runs on MPS
+
+
+@pytest.mark.asyncio
+async def test_configuration_change_rechecks(client: LanguageClient):
+    uri = open_file(client, os.path.join(client.root, "model.py"))
+    assert {d.severity for d in await diagnostics(client, uri)} == {types.DiagnosticSeverity.Warning}
+    client.set_configuration({"severity": {"mps": "error"}}, section="atenlint")
+    client.diagnostics.pop(uri, None)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"atenlint": {"severity": {"mps": "error"}}}))
+    items = await diagnostics(client, uri)
+    assert {d.severity for d in items} == {types.DiagnosticSeverity.Error}
+
+
+@pytest.mark.asyncio
+async def test_status_notifications(client: LanguageClient):
+    uri = open_file(client, os.path.join(client.root, "model.py"))
+    await diagnostics(client, uri)
+    assert "idle" in [s["state"] for s in client.statuses]
+    last = client.statuses[-1]
+    assert last["targets"] == ["mps"] and last["torch"].startswith("2.") and last["trusted"] is True

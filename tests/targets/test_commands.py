@@ -1,0 +1,51 @@
+"""`atenlint targets`, `atenlint ops` and `atenlint report` end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(REPO, "tests", "corpus", "modules")
+
+
+def atenlint(*args):
+    return subprocess.run([sys.executable, "-m", "atenlint", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=240)
+
+
+def test_targets_lists_every_target_with_data_versions():
+    out = atenlint("targets", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = {row["target"]: row for row in json.loads(out.stdout)["targets"]}
+    assert set(rows) >= {"mps", "cuda", "xla", "onnx", "executorch", "core-aten", "coreml", "tensorrt",
+                         "torchscript"}
+    assert "torch-tensorrt 2.13.0" in rows["tensorrt"]["data"]["converters"]
+
+
+def test_ops_shows_verdict_reason_and_since():
+    out = atenlint("ops", "--target", "mps,onnx:13", "--onnx-exporter", "torchscript", "--op", "aten::grid_sampler",
+                   "--format", "json")
+    assert out.returncode == 0, out.stderr
+    [row] = json.loads(out.stdout)["ops"]
+    assert row["onnx:13"]["verdict"] == "unsupported" and row["onnx:13"]["since"] == "opset 16"
+    text = atenlint("ops", "--target", "mps", "--op", "take")
+    assert "since 2.15" in text.stdout
+    assert atenlint("ops", "--target", "nope", "--op", "take").returncode == 2
+
+
+def test_report_lists_ops_verdicts_and_suggestions():
+    path = os.path.join(CORPUS, "spectral_norm_features.py")
+    out = atenlint("report", path, "--target", "mps,executorch", "--format", "json")
+    assert out.returncode == 1, out.stderr
+    report = json.loads(out.stdout)
+    [module] = [m for name, m in report["modules"].items() if name.endswith("Model")]
+    assert module["ops"]["aten::linalg_svdvals"]["executorch"]["status"] == "error"
+    assert module["ops"]["aten::linear"]["mps"]["status"] == "supported"
+    assert module["suggestions"]
+    text = atenlint("report", path, "--target", "mps,executorch")
+    assert "Model structure" in text.stdout and "+ Unsupported op" in text.stdout and "+ Supported op" in text.stdout
+    markdown = atenlint("report", path, "--target", "mps,executorch", "--format", "markdown")
+    assert "| `aten::linalg_svdvals` |" in markdown.stdout

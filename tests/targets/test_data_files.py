@@ -1,0 +1,96 @@
+"""The shipped data files parse, name their source, version and generator, and reproduce
+known facts."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import atenlint.targets as targets_package
+from atenlint.targets import mps_history
+from atenlint.targets.device_backend import xla_lowerings
+from atenlint.targets.tensorrt import release_for
+
+DATA = os.path.join(os.path.dirname(targets_package.__file__), "data")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("name", ["mps_forced_fallbacks.json", "mps_history.json", "tensorrt_converters.json",
+                                  "xla_native_functions.json"])
+def test_data_file_names_source_version_and_generator(name):
+    with open(os.path.join(DATA, name), encoding="utf-8") as handle:
+        data = json.load(handle)
+    assert data["source"] and data["about"]
+    script = data["generated_by"].split()[0]
+    assert os.path.exists(os.path.join(REPO, script)), script
+    assert data.get("versions") or data.get("ref")
+
+
+def test_history_reproduces_known_facts():
+    assert mps_history.has_kernel("aten::isin.Tensor_Tensor", "2.0") is False
+    assert mps_history.has_kernel("aten::isin.Tensor_Tensor", "2.13") is True
+    assert mps_history.has_kernel("aten::hardsigmoid.out", "2.0") is False
+    assert mps_history.has_kernel("aten::hardsigmoid.out", "2.13") is True
+    # SVD: no MPS kernel up to 2.13 (and linalg_svd forced to the CPU there), native from 2.14.
+    assert mps_history.has_kernel("aten::_linalg_svd.U", "2.13") is False
+    assert mps_history.supported_from("aten::_linalg_svd.U", "2.13.0") == "2.14"
+    assert mps_history.supported_from("aten::take", "2.13.0") == "2.15"
+    assert mps_history.supported_from("aten::_adaptive_avg_pool3d", "2.13.0") is None
+    assert mps_history.has_kernel("aten::add.Tensor", "1.9") is None  # not in the table
+
+
+def test_tensorrt_release_pairs_with_torch():
+    release, exact = release_for("2.13.0")
+    assert release["release"] == "2.13.0" and exact
+    assert any("torch" in r and "2.13" in r for r in release["requires"])
+    assert release["ops"]["aten::add.Tensor"]["validator"] is False
+    assert sum(1 for o in release["ops"].values() if o["validator"]) > 20
+    older, exact = release_for("2.20.0")
+    assert not exact and older["release"] == max(json.load(open(os.path.join(DATA, "tensorrt_converters.json")))
+                                                 ["versions"], key=lambda v: tuple(map(int, v.split("."))))
+
+
+def test_xla_lowerings_parse():
+    lowered, data = xla_lowerings()
+    assert "aten::add.Tensor" in lowered and "aten::_adaptive_avg_pool3d" in lowered
+    assert "pytorch/xla" in data["source"]
+
+
+def test_forced_fallback_generator_parses_mpsfallback(tmp_path):
+    import subprocess
+    import sys
+
+    source = tmp_path / "MPSFallback.mm"
+    source.write_text('TORCH_LIBRARY_IMPL(aten, MPS, m) {\n'
+                      '  m.impl("embedding_renorm_", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+                      '  // m.impl("commented", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+                      '  m.impl("_slow_conv2d_forward", slow_conv2d_forward_mps);\n'
+                      '  m.impl("linalg_svd.U", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+                      '}\n')
+    out = tmp_path / "forced.json"
+    out.write_text(json.dumps({"versions": {"2.13": {"ops": []}}}))
+    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gen_mps_forced_fallbacks.py"), str(source),
+                    "--torch", "2.9", "--ref", "v2.9.0", "--out", str(out)], check=True, capture_output=True)
+    data = json.loads(out.read_text())
+    assert data["versions"]["2.9"]["ops"] == ["aten::embedding_renorm_", "aten::linalg_svd.U"]
+    assert list(data["versions"]) == ["2.9", "2.13"]
+
+
+def test_tensorrt_generator_reads_decorators():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_trt", os.path.join(REPO, "scripts", "gen_tensorrt_converters.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = module.converters_in(
+        "@dynamo_tensorrt_converter(torch.ops.aten.add.Tensor, supports_dynamic_shapes=True)\n"
+        "@dynamo_tensorrt_converter(torch.ops.aten.batch_norm)\n"
+        "def f(): pass\n"
+        "if trt_ok():\n"
+        "    @dynamo_tensorrt_converter(torch.ops.aten.nonzero.default, capability_validator=v)\n"
+        "    def g(): pass\n", "x.py")
+    assert [(f["op"], f["packet"], f["validator"], f["conditional"]) for f in found] == [
+        ("aten::add.Tensor", False, False, False), ("aten::batch_norm", True, False, False),
+        ("aten::nonzero", False, True, True)]
