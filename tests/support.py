@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
+import textwrap
 
 from atenlint.config import SettingsResolver
 from atenlint.engine import Engine
@@ -28,3 +31,14 @@ def check_json(engine: Engine, root: str, **overrides) -> list[dict]:
 def load_expected(path: str) -> list[dict]:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def load_module(tmp_path, source: str, name: str):
+    """Write `source` to a file and import it as module `name` (tests of worker-side code)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source).lstrip())
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

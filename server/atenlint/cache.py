@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from typing import Any, Optional
 
 
 def cache_dir() -> str:
@@ -19,3 +21,24 @@ def cache_dir() -> str:
         path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "atenlint")
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def read_json(path: str) -> Optional[Any]:
+    """A cached JSON value, or None when it is missing or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write atomically (a concurrent reader never sees half a file); a cache that cannot
+    be written is only slower next time."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -19,10 +19,10 @@ from .config import ConfigError, Settings, SettingsResolver
 from .discover import FileOutline, import_location, iter_python_files, outline
 from .findings import FileError, Finding
 from .fixes import attach_fixes
-from .locate import ExpressionLocator
+from .locate import ExpressionLocator, Located
 from .sourcetext import DecodeError, Position, Range, SourceText, decode_source
 from .targets import build_targets
-from .targets.base import Problem, worst
+from .targets.base import Problem
 from .targets.native_table import NativeTable
 from .worker.pool import RequestError, WorkerFailure, WorkerPool
 
@@ -409,23 +409,12 @@ class Engine:
                 continue
             targets = self.targets_for(capture.settings)
             for occurrence in capture.occurrences:
-                site = occurrence.user_site()
-                if site is None:
+                where = locate_occurrence(occurrence, sources)
+                if where is None:
                     continue
-                locator = sources.locator(site["file"])
-                if locator is None:
-                    continue
-                located = locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"),
-                                         site.get("exact", False))
+                site, located = where
                 for target in targets:
-                    if occurrence.devices and target.device not in occurrence.devices:
-                        continue
-                    tree = occurrence.trees.get(getattr(target, "tree_view", "dispatch"))
-                    if tree is None:
-                        continue
-                    problems = target.problems(tree, occurrence.phases)
-                    if occurrence.facts and hasattr(target, "facts_problems"):
-                        problems = problems + target.facts_problems(occurrence.op, occurrence.facts)
+                    problems = problems_for(target, occurrence)
                     if not problems:
                         continue
                     key = (os.path.abspath(site["file"]), located.range, target.name)
@@ -534,25 +523,20 @@ class Engine:
                 sources.put(capture.path, capture.source)
             targets = self.targets_for(capture.settings) if capture.occurrences else []
             for occurrence in capture.occurrences:
-                site = occurrence.user_site()
-                locator = sources.locator(site["file"]) if site else None
-                if locator is None:
+                where = locate_occurrence(occurrence, sources)
+                if where is None:
                     continue
-                located = locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"),
-                                         site.get("exact", False))
+                site, located = where
                 key = (os.path.abspath(site["file"]), located.range)
                 entry = by_site.setdefault(key, CallSite(key[0], located.range, located.call, [], [], {},
                                                          occurrence.capture))
                 _add_unique(entry.ops, [occurrence.op])
                 _add_unique(entry.reached, _leaves(occurrence.trees.get("dispatch") or {}))
                 for target in targets:
-                    if occurrence.devices and target.device not in occurrence.devices:
-                        continue
-                    tree = occurrence.trees.get(getattr(target, "tree_view", "dispatch"))
-                    if tree is None:
+                    problems = problems_for(target, occurrence)
+                    if problems is None:
                         continue
                     verdict = entry.verdicts.setdefault(target.name, {"status": "supported", "ops": [], "message": ""})
-                    problems = target.problems(tree, occurrence.phases)
                     if problems:
                         _add_unique(verdict["ops"], [p.op for p in problems])
                         status = "conditional" if occurrence.conditional else "problem"
@@ -612,6 +596,30 @@ class _Unreadable(Exception):
     def finding(self, result: FileCapture, engine: Engine) -> Finding:
         return Finding(result.display, Range(Position(self.line0, 0), Position(self.line0, self.width)),
                        self.severity, self.code, self.message, abs_path=result.path)
+
+
+def locate_occurrence(occurrence: Occurrence, sources: SourceCache) -> Optional[tuple[dict, "Located"]]:
+    """The user's site of a captured call and the expression it is, or None."""
+    site = occurrence.user_site()
+    locator = sources.locator(site["file"]) if site else None
+    if locator is None:
+        return None
+    return site, locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"),
+                                site.get("exact", False))
+
+
+def problems_for(target, occurrence: Occurrence) -> Optional[list]:
+    """What `target` says about one captured call; None when the call does not concern it
+    (captured for another device, or without the tree view the target judges)."""
+    if occurrence.devices and target.device not in occurrence.devices:
+        return None
+    tree = occurrence.trees.get(getattr(target, "tree_view", "dispatch"))
+    if tree is None:
+        return None
+    problems = target.problems(tree, occurrence.phases)
+    if occurrence.facts and hasattr(target, "facts_problems"):
+        problems = problems + target.facts_problems(occurrence.op, occurrence.facts)
+    return problems
 
 
 def _add_unique(items: list, new: Iterable) -> None:

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import textwrap
-
 import pytest
 import torch
+
+from support import load_module
 
 from atenlint.capture.script import ScriptFailure, script, script_ops
 
 
 def load(tmp_path, source, name="scripted_case"):
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(source).lstrip())
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(tmp_path, source, name)
 
 
 def capture(module, cls="Net", devices=("mps",)):

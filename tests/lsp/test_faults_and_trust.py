@@ -7,7 +7,6 @@ import time
 
 import pytest
 import pytest_lsp
-from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from harness import SERVER, copy_workspace, diagnostics, open_file, replace_text, save, start

@@ -4,7 +4,6 @@ Neovim and Emacs."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 import pytest_lsp
@@ -12,7 +11,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from harness import (CLIENTS, SERVER, apply_edits, copy_workspace, diagnostics, encoding_of, open_file,
-                     replace_text, save, start, uses_pull)
+                     replace_text, save, start)
 
 MODEL_FIXED = """import torch
 import torch.nn as nn

@@ -16,7 +16,6 @@ Runs inside the worker: standard library and torch only.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Optional
 
 import torch
@@ -63,27 +62,33 @@ class _CallTreeRecorder(TorchDispatchMode):
         self._open: list[list[Node]] = [self.roots]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        node: Node = {"op": canonical_name(func), "calls": None}
-        self._open[-1].append(node)
-        key = _expandable_key(func)
-        if key is not None and len(self._open) <= _MAX_EXPANSION_DEPTH:
-            calls: list[Node] = []
-            self._open.append(calls)
-            try:
-                with self:
-                    result = func._op_dk(key, *args, **kwargs)
-            except Exception as error:  # noqa: BLE001 - a composite that cannot run on meta stays a leaf
-                if _lacks_meta_kernel(error):
-                    # What it called so far is real; the op it stopped at has no meta kernel.
-                    node["calls"] = calls
-                    raise
-            else:
+        return dispatch_expanding(self, func, args, kwargs or {}, self._open)
+
+
+def dispatch_expanding(mode: TorchDispatchMode, func: Any, args: tuple, kwargs: dict, open_lists: list) -> Any:
+    """Run `func`, appending its node to the innermost open list; a composite with an
+    explicit kernel is run through that kernel with `mode` re-entered, so what it calls
+    becomes the node's children. Shared by every recorder of call trees."""
+    node: Node = {"op": canonical_name(func), "calls": None}
+    open_lists[-1].append(node)
+    key = _expandable_key(func) if func.namespace == "aten" else None
+    if key is not None and len(open_lists) <= _MAX_EXPANSION_DEPTH:
+        calls: list[Node] = []
+        open_lists.append(calls)
+        try:
+            with mode:
+                result = func._op_dk(key, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - a composite that cannot run on meta stays a leaf
+            if _lacks_meta_kernel(error):
+                # What it called so far is real; the op it stopped at has no meta kernel.
                 node["calls"] = calls
-                return result
-            finally:
-                self._open.pop()
-        return func(*args, **kwargs)
+                raise
+        else:
+            node["calls"] = calls
+            return result
+        finally:
+            open_lists.pop()
+    return func(*args, **kwargs)
 
 
 def _lacks_meta_kernel(error: Exception) -> bool:

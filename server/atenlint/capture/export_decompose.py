@@ -18,12 +18,12 @@ Same tree shape as `decompose.call_tree` otherwise. Runs inside the worker.
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .decompose import Node, _candidate_calls, canonical_name, is_composite_implicit, resolve_overload
+from .decompose import Node, _candidate_calls, canonical_name, resolve_overload
 
 _MAX_DEPTH = 12
 

@@ -12,7 +12,6 @@ import time
 import traceback
 from typing import Any, Optional
 
-import torch
 
 from .decompose import UNKNOWN
 from .paths import is_library_file

@@ -21,7 +21,7 @@ import itertools
 import re
 import textwrap
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch

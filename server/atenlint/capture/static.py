@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 import torch
 
+from ..locate import dotted_name
 from .decompose import resolve_overload
 from .paths import is_library_file
 from .script import Site, _Walker, decomposed, script_ops
@@ -97,14 +98,8 @@ def _absolute_module(module: Optional[str], level: int, package: str) -> Optiona
 
 
 def _dotted(node: ast.AST) -> Optional[list]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return list(reversed(parts))
-    return None
+    name = dotted_name(node)
+    return name.split(".") if name else None
 
 
 def _torch_path(node: ast.AST, names: _Names) -> Optional[str]:

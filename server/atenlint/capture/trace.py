@@ -23,7 +23,7 @@ from typing import Any, Optional
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .decompose import _expandable_key, _lacks_meta_kernel, canonical_name
+from .decompose import canonical_name, dispatch_expanding
 from .paths import is_library_file
 from .script import Site
 
@@ -34,7 +34,6 @@ _PLUMBING = tuple(os.path.join(_TORCH_DIR, p) for p in (
     "_ops.py", "utils/_python_dispatch.py", "_compile.py", "_subclasses/", "fx/", "_prims_common/", "_refs/",
     "_decomp/", "_meta_registrations.py", "_tensor.py", "overrides.py", "utils/_contextlib.py",
     "nn/modules/module.py", "_jit_internal.py", "_dynamo/", "utils/_stats.py", "_library/"))
-_MAX_EXPANSION_DEPTH = 8
 _LIFTS = {torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.lift.default}
 
 
@@ -112,7 +111,7 @@ class _TraceRecorder(TorchDispatchMode):
         if func.namespace == "prim":  # metadata queries (prim::device), not operators
             return func(*args, **kwargs)
         if self._open:  # inside a composite we are expanding: just build the tree
-            return self._expand(func, args, kwargs, self._open[-1])
+            return dispatch_expanding(self, func, args, kwargs, self._open)
         if func is torch.ops.aten._local_scalar_dense.default:
             return self._guess_scalar(args[0])
         sites = _call_sites(sys._getframe(1), self.stop_code)
@@ -137,24 +136,11 @@ class _TraceRecorder(TorchDispatchMode):
         return result
 
     def _expand(self, func, args, kwargs, into: list):
-        node = {"op": canonical_name(func), "calls": None}
-        into.append(node)
-        key = _expandable_key(func) if func.namespace == "aten" else None
-        if key is not None and len(self._open) < _MAX_EXPANSION_DEPTH:
-            calls: list = []
-            self._open.append(calls)
-            try:
-                with self:
-                    result = func._op_dk(key, *args, **kwargs)
-            except Exception as error:  # noqa: BLE001 - a composite that cannot run here stays a leaf
-                if _lacks_meta_kernel(error):
-                    node["calls"] = calls
-            else:
-                node["calls"] = calls
-                return result
-            finally:
-                self._open.pop()
-        return func(*args, **kwargs)
+        self._open.append(into)
+        try:
+            return dispatch_expanding(self, func, args, kwargs, self._open)
+        finally:
+            self._open.pop()
 
     def _made_before(self, tensors: list) -> set:
         return {id(t) for t in tensors if id(t) in self._made}

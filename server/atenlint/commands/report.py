@@ -9,7 +9,7 @@ import os
 import sys
 
 from ..config import ConfigError, SettingsResolver, parse_targets
-from ..engine import Engine
+from ..engine import Engine, problems_for
 from ..worker.pool import WorkerPool, WorkerSettings
 from .common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, stderr_log
 
@@ -38,12 +38,9 @@ def build(engine: Engine, paths: list[str]) -> dict:
             module = modules.setdefault(occurrence.module, {"ops": {}, "suggestions": [], "notes": []})
             entry = module["ops"].setdefault(occurrence.op, {})
             for target in targets:
-                if occurrence.devices and target.device not in occurrence.devices:
+                problems = problems_for(target, occurrence)
+                if problems is None:
                     continue
-                tree = occurrence.trees.get(getattr(target, "tree_view", "dispatch"))
-                if tree is None:
-                    continue
-                problems = target.problems(tree, occurrence.phases)
                 previous = entry.get(target.name)
                 if problems:
                     verdict = target.verdict(problems)

@@ -19,7 +19,7 @@ from ..output import report_markdown_for
 from ..sourcetext import SourceText
 from . import convert
 from .session import Session, call_site_at, findings_at
-from .settings import EditorSettings, editor_settings
+from .settings import editor_settings
 
 STATUS_NOTIFICATION = "atenlint/status"
 CHECK_WORKSPACE = "atenlint.checkWorkspace"

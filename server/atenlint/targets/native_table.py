@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from ..cache import cache_dir
+from ..cache import cache_dir, read_json, write_json
 
 _FORMAT = 2
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
@@ -60,21 +60,10 @@ class NativeTable:
         with open(yaml_path, "rb") as handle:
             sha = hashlib.sha256(handle.read()).hexdigest()
         cache_file = os.path.join(cache_dir(), f"native-{torch_version}-{sha[:16]}-v{_FORMAT}.json")
-        data = None
-        try:
-            with open(cache_file, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
-            pass
+        data = read_json(cache_file)
         if data is None:
             data = _derive(yaml_path)
-            tmp = f"{cache_file}.{os.getpid()}.tmp"
-            try:
-                with open(tmp, "w", encoding="utf-8") as handle:
-                    json.dump(data, handle)
-                os.replace(tmp, cache_file)
-            except OSError:
-                pass
+            write_json(cache_file, data)
         entries = {name: NativeEntry(frozenset(e["k"]), e.get("d"), frozenset(e.get("t", ())))
                    for name, e in data.items()}
         return cls(entries, torch_version, sha, yaml_path)

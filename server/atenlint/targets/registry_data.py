@@ -8,7 +8,7 @@ import json
 import os
 from typing import Callable, Optional
 
-from ..cache import cache_dir
+from ..cache import cache_dir, read_json, write_json
 
 _TIMEOUT = 300.0
 
@@ -17,23 +17,13 @@ def load(pool, log: Callable[[str], None] = lambda message: None) -> dict:
     versions = pool.request("target_data", {"versions_only": True}, _TIMEOUT)
     digest = hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:16]
     path = os.path.join(cache_dir(), f"target-data-{digest}.json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        if data.get("versions") == versions:
-            return data
-    except (OSError, ValueError):
-        pass
+    cached = read_json(path)
+    if isinstance(cached, dict) and cached.get("versions") == versions:
+        return cached
     data = pool.request("target_data", {}, _TIMEOUT)
     log(f"exporter registries read in {data.get('seconds', 0):.1f}s ({_describe(versions)})")
     if data.get("versions") == versions:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(data, handle)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        write_json(path, data)
     return data
 
 
