@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from atenlint.config import Settings
@@ -41,6 +43,7 @@ def test_onnx_torchscript_opset(engine, registries):
     assert onnx17.verdict(onnx17.problems(leaf("aten::linalg_svdvals"), ("eval",))).code == "ONNX001"
 
 
+@pytest.mark.skipif(importlib.util.find_spec("onnxscript") is None, reason="needs onnxscript (the exporters extra)")
 def test_onnx_dynamo_judges_decomposed_tree(engine, registries):
     onnx = target(engine, registries, "onnx", onnx_exporter="dynamo")
     assert onnx.tree_view == "export" and onnx.opset == registries["onnx_torchscript"]["default_opset"]
@@ -49,11 +52,13 @@ def test_onnx_dynamo_judges_decomposed_tree(engine, registries):
     assert [p.op for p in onnx.problems(leaf("aten::_linalg_svd"), ("eval",))] == ["aten::_linalg_svd"]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("onnxscript") is None, reason="needs onnxscript (the exporters extra)")
 def test_default_exporter_follows_torch(engine, registries):
     onnx = target(engine, registries, "onnx")
     assert onnx.exporter == registries["onnx_torchscript"]["default_exporter"]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("executorch") is None, reason="needs executorch (the exporters extra)")
 def test_executorch_and_core_aten(engine, registries):
     et = target(engine, registries, "executorch")
     core = target(engine, registries, "core-aten")
@@ -68,6 +73,7 @@ def test_executorch_and_core_aten(engine, registries):
     assert et.problems(leaf("aten::grid_sampler", undecomposed=True, decomposable=True), ("eval",)) == []
 
 
+@pytest.mark.skipif(importlib.util.find_spec("coremltools") is None, reason="needs coremltools (the exporters extra)")
 def test_coreml_judges_the_traced_call(engine, registries):
     coreml = target(engine, registries, "coreml")
     tree = {"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::mean.dim")]}
