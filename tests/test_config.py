@@ -29,14 +29,18 @@ def test_errors_name_the_key(table, message):
         settings_from_table(table, "pyproject.toml")
 
 
-def test_nearest_pyproject_with_a_table_wins(tmp_path):
+def test_only_the_projects_own_pyproject_is_read(tmp_path):
+    # issue 12: the nearest pyproject.toml (or .git) is the project root; a parent's
+    # [tool.atenlint] is outside the project and never read.
     (tmp_path / "pyproject.toml").write_text("[tool.atenlint]\ntimeout = 7\n")
     inner = tmp_path / "inner"
     inner.mkdir()
-    (inner / "pyproject.toml").write_text("[project]\nname = 'inner'\n")  # no [tool.atenlint]: keep looking
+    (inner / "pyproject.toml").write_text("[project]\nname = 'inner'\n")
     settings = SettingsResolver(overrides={"targets": ("mps",)}).for_file(str(inner / "m.py"))
-    assert settings.timeout == 7.0 and settings.config_path == str(tmp_path / "pyproject.toml")
+    assert settings.timeout == 60.0 and settings.config_path is None
     assert settings.project_root == str(inner)
+    outer = SettingsResolver().for_file(str(tmp_path / "m.py"))
+    assert outer.timeout == 7.0 and outer.config_path == str(tmp_path / "pyproject.toml")
 
 
 def test_invalid_toml_is_a_config_error(tmp_path):

@@ -8,7 +8,8 @@ from typing import Optional
 
 from . import __version__
 from .commands import COMMANDS
-from .commands.common import EXIT_USAGE, Parser, UsageError
+from .commands.common import (EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError,
+                              internal_failure_message)
 
 
 def build_parser() -> Parser:
@@ -36,4 +37,14 @@ def main(argv: Optional[list] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        print("atenlint: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:  # noqa: BLE001 - never a traceback: one line and a distinct exit code
+        if os.environ.get("ATENLINT_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        print(internal_failure_message(error), file=sys.stderr)
+        return EXIT_INTERNAL
     return EXIT_USAGE

@@ -12,6 +12,7 @@ import fnmatch
 import io
 import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
@@ -35,32 +36,146 @@ def is_virtualenv(directory: str) -> bool:
         os.path.join(directory, "conda-meta", "history"))
 
 
-def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = ()) -> tuple[list[str], list[tuple[str, str]]]:
+def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = (),
+                      notebooks: bool = False) -> tuple[list[str], list[tuple[str, str]]]:
     """Expand files and folders into Python files (sorted, no duplicates); also the
-    paths that do not exist, with why."""
+    paths that do not exist, with why. `notebooks`: folders also yield `*.ipynb`."""
+    suffixes = (".py", ".ipynb") if notebooks else (".py",)
     files: list[str] = []
     errors: list[tuple[str, str]] = []
     patterns = tuple(exclude)
     for path in paths:
-        if os.path.isfile(path):
-            files.append(path)
-        elif os.path.isdir(path):
+        if os.path.isdir(path):
+            boundary = os.path.realpath(path)
             for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
-                                 and not is_virtualenv(os.path.join(root, d))
-                                 and not _excluded(os.path.join(root, d), patterns))
-                files.extend(os.path.join(root, n) for n in sorted(names)
-                             if n.endswith(".py") and not _excluded(os.path.join(root, n), patterns))
+                # os.walk lists symlinked folders without entering them; one that stays inside
+                # the folder being checked is entered, one that leaves it is not followed.
+                kept = []
+                for d in sorted(dirs):
+                    full = os.path.join(root, d)
+                    if d in SKIPPED_DIRS or d.endswith(".egg-info") or is_virtualenv(full) or _excluded(full, patterns):
+                        continue
+                    if os.path.islink(full):
+                        if _inside(os.path.realpath(full), boundary):
+                            files.extend(_linked_folder(full, suffixes, patterns, boundary))
+                        else:
+                            errors.append((full, f"skipped: a symlink to {os.path.realpath(full)}, outside "
+                                                 f"{path}: not followed"))
+                        continue
+                    kept.append(d)
+                dirs[:] = kept
+                for name in sorted(names):
+                    full = os.path.join(root, name)
+                    if not name.endswith(suffixes) or _excluded(full, patterns):
+                        continue
+                    problem = _not_checkable(full, boundary)
+                    if problem:
+                        errors.append((full, problem))
+                    else:
+                        files.append(full)
+        elif os.path.lexists(path):
+            problem = _not_checkable(path, None)
+            if problem:
+                errors.append((path, problem))
+            else:
+                files.append(path)
         else:
             errors.append((path, "no such file or directory"))
     seen: set[str] = set()
     unique = []
     for file in files:
-        key = os.path.abspath(file)
+        key = os.path.realpath(file)
         if key not in seen:
             seen.add(key)
             unique.append(file)
     return unique, errors
+
+
+def _inside(real: str, boundary: str) -> bool:
+    return real == boundary or real.startswith(boundary.rstrip(os.sep) + os.sep)
+
+
+def _linked_folder(folder: str, suffixes: tuple, patterns: tuple, boundary: str) -> list[str]:
+    """The files of a symlinked folder that stays inside the checked folder."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not os.path.islink(os.path.join(root, d)))
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            if name.endswith(suffixes) and not _excluded(full, patterns) and not _not_checkable(full, boundary):
+                found.append(full)
+    return found
+
+
+def _not_checkable(path: str, boundary: Optional[str]) -> Optional[str]:
+    """Why `path` is skipped (a FIFO, a device, a socket, a broken link, a link leaving
+    `boundary`), or None for a regular file. Never opens it."""
+    if boundary is not None and os.path.islink(path):
+        real = os.path.realpath(path)
+        if not _inside(real, boundary):
+            return f"skipped: a symlink to {real}, outside the folder being checked: not followed"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        return f"skipped: cannot read it ({error.strerror or error})"
+    if not stat.S_ISREG(mode):
+        return f"skipped: not a regular file ({file_kind(mode)}); atenlint reads regular files only"
+    return None
+
+
+def file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file, or is larger than allowed: never read."""
+
+    def __init__(self, message: str, too_large: bool = False, size: int = 0):
+        super().__init__(message)
+        self.message, self.too_large, self.size = message, too_large, size
+
+
+def read_regular_file(path: str, limit: Optional[int] = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, checked before reading.
+
+    Opened non-blocking (a FIFO swapped in after a stat cannot hang the open), then
+    checked on the open descriptor (no race with a rename), and read up to the limit
+    only (a file that grows while it is read is cut off, not read without end)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(f"not a regular file ({file_kind(info.st_mode)}); atenlint reads regular files only")
+        if limit is not None and info.st_size > limit:
+            raise NotRegularFile(f"{info.st_size} bytes, over the {limit}-byte limit", too_large=True,
+                                 size=info.st_size)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        chunks, total = [], 0
+        cap = (limit if limit is not None else info.st_size) + 1
+        while total < cap:
+            chunk = os.read(descriptor, min(1 << 20, cap - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        data = b"".join(chunks)
+        if limit is not None and len(data) > limit:
+            raise NotRegularFile(f"over the {limit}-byte limit", too_large=True, size=len(data))
+        return data
+    finally:
+        os.close(descriptor)
 
 
 def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
@@ -206,9 +321,9 @@ def _parse_class_directive(body: str) -> tuple[dict, Optional[str]]:
             continue
         key, sep, value = part.partition("=")
         key = key.strip()
-        if not sep or key not in ("init", "inputs"):
+        if not sep or key not in ("init", "inputs", "kwargs"):
             return {}, (f"unknown atenlint directive {part!r}: expected `init=<expression>`, "
-                        f"`inputs=<expression>`, `skip`, `ignore[aten::op]` or `skip-file`")
+                        f"`inputs=<expression>`, `kwargs=<expression>`, `skip`, `ignore[aten::op]` or `skip-file`")
         try:
             ast.parse(value.strip(), mode="eval")
         except SyntaxError as error:

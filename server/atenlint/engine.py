@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from . import findings as codes
+from . import notebook
 from .config import ConfigError, Settings, SettingsResolver
-from .discover import FileOutline, import_location, iter_python_files, outline
+from .discover import FileOutline, NotRegularFile, import_location, iter_python_files, outline, read_regular_file
 from .findings import FileError, Finding
 from .fixes import attach_fixes
 from .locate import ExpressionLocator, Located
@@ -25,6 +26,7 @@ from .targets import build_targets
 from .targets.base import Problem
 from .targets.native_table import NativeTable
 from .worker.pool import RequestError, WorkerFailure, WorkerPool
+from .worker.refusals import refusal_findings
 
 
 @dataclass
@@ -91,6 +93,14 @@ class Report:
     files: int = 0
     classes: int = 0
     seconds: float = 0.0
+    # Module classes by capture path: {"trace", "script", "static", "none"} -> count.
+    by_capture: dict = field(default_factory=dict)
+    built: dict = field(default_factory=dict)  # build path -> count (meta, CPU-made tensors moved, CPU)
+
+    @property
+    def not_executed(self) -> int:
+        """Classes the default mode could not build, trace or script (static or nothing)."""
+        return self.by_capture.get("static", 0) + self.by_capture.get("none", 0)
 
     def counts(self) -> dict:
         out = {"error": 0, "warning": 0, "information": 0, "hint": 0}
@@ -229,8 +239,9 @@ class Engine:
             result.seconds = time.perf_counter() - started
             return result
         self.start()
-        module_name, roots = import_location(path, settings.project_root)
-        classes, skip = self._class_requests(file_outline, module_name, settings)
+        module_name, roots = (notebook.module_location(path, settings.project_root) if notebook.is_notebook(path)
+                              else import_location(path, settings.project_root))
+        classes, skip = self._class_requests(file_outline, module_name, settings, path)
         if not classes:
             result.seconds = time.perf_counter() - started
             return result
@@ -238,13 +249,19 @@ class Engine:
                    "devices": sorted({t.device for t in self.targets_for(settings)}),
                    "views": sorted({getattr(t, "tree_view", "dispatch") for t in self.targets_for(settings)}),
                    "overlays": dict(overlays or {}), "classes": classes}
+        onnx_export_ops = _onnx_export_ops(self.targets_for(settings))
+        if onnx_export_ops:
+            request["onnx_export_ops"] = onnx_export_ops
         if text is not None:
             request["overlays"][path] = source.text
         if not execute:
             request = {"path": path, "module": module_name, "text": source.text, "classes": list(classes),
                        "skip": skip, "devices": request["devices"], "views": request["views"], "roots": roots}
         try:
-            answer = self.pool.request("analyse" if execute else "static", request, settings.timeout)
+            if execute and notebook.is_notebook(path):  # no .py file to import: the worker imports a copy
+                answer = notebook.request_importing_copy(self.pool, "analyse", request, settings.timeout)
+            else:
+                answer = self.pool.request("analyse" if execute else "static", request, settings.timeout)
         except WorkerFailure as failure:
             result.module_findings.append(self._worker_finding(result, failure, module_name))
             result.seconds = time.perf_counter() - started
@@ -264,36 +281,57 @@ class Engine:
         return result
 
     @staticmethod
-    def _class_requests(file_outline: FileOutline, module_name: str, settings: Settings) -> tuple[dict, list]:
+    def _class_requests(file_outline: FileOutline, module_name: str, settings: Settings,
+                        path: Optional[str] = None) -> tuple[dict, list]:
         """Per candidate class, its factory (pyproject.toml, then the in-source comment wins);
-        and the classes the user asked to skip."""
+        and the classes the user asked to skip. A class's key is the name the user imports
+        it by: `ldm.models.diffusion.ddpm.DDPM` in a namespace package as well as `ddpm.DDPM`."""
         classes: dict[str, dict] = {}
         skip: list[str] = []
+        names = import_names(path, module_name, settings.project_root) if path else [module_name]
+        base_dir = os.path.dirname(settings.config_path) if settings.config_path else settings.project_root
         for info in file_outline.classes:
-            config = settings.modules.get(f"{module_name}.{info.qualname}")
+            config = next((settings.modules[f"{name}.{info.qualname}"] for name in names
+                           if f"{name}.{info.qualname}" in settings.modules), None)
             if info.directives.get("skip") or (config is not None and config.skip):
                 skip.append(info.qualname)
                 continue
             if not info.might_be_module():
                 continue
-            entry = {"init": config.init, "inputs": config.inputs} if config is not None else {}
-            entry.update({k: info.directives[k] for k in ("init", "inputs") if k in info.directives})
-            classes[info.qualname] = entry
+            entry: dict = {"key": f"{names[0]}.{info.qualname}"}
+            if config is not None:
+                entry.update({"init": config.init, "inputs": config.inputs, "kwargs": config.kwargs,
+                              "options": dict(config.options)})
+            entry.update({k: info.directives[k] for k in ("init", "inputs", "kwargs") if k in info.directives})
+            if settings.factories:
+                entry["factories"] = settings.factories
+            if base_dir:
+                entry["base_dir"] = base_dir
+            classes[info.qualname] = {k: v for k, v in entry.items() if v is not None}
         return classes, skip
 
     def _read(self, path: str, text: Optional[str], settings: Settings) -> SourceText:
         if text is not None:
-            return SourceText(text, path)
-        try:
-            size = os.path.getsize(path)
+            # An editor's buffer obeys max-file-size like a file on disk does.
+            size = len(text) if len(text) * 4 <= settings.max_file_bytes else len(text.encode("utf-8", "replace"))
             if size > settings.max_file_bytes:
                 raise _Unreadable(codes.TOO_LARGE, "information",
                                   f"this file is {size / 1e6:.1f} MB, over max-file-size "
                                   f"({settings.max_file_bytes / 1e6:.1f} MB): not analysed")
-            with open(path, "rb") as handle:
-                data = handle.read()
+            return SourceText(text, path)
+        try:
+            # Regular files only, size checked before reading: a FIFO, /dev/zero or a file
+            # growing without end is never read (read_regular_file opens non-blocking).
+            data = read_regular_file(path, settings.max_file_bytes)
+        except NotRegularFile as problem:
+            if problem.too_large:
+                raise _Unreadable(codes.TOO_LARGE, "information",
+                                  f"this file is {problem.size / 1e6:.1f} MB, over max-file-size "
+                                  f"({settings.max_file_bytes / 1e6:.1f} MB): not analysed") from None
+            raise _Unreadable(codes.UNDECODABLE, "information", f"not analysed: {problem.message}") from None
         except OSError as error:
-            raise _Unreadable(codes.UNDECODABLE, "warning", f"cannot read this file: {error.strerror}") from None
+            raise _Unreadable(codes.UNDECODABLE, "warning",
+                              f"cannot read this file: {error.strerror or error}") from None
         try:
             return SourceText(decode_source(data), path)
         except DecodeError as error:
@@ -314,6 +352,9 @@ class Engine:
             message = f"Python cannot parse this file: {error.msg} (line {line0 + 1}); its modules are not analysed"
         except ValueError as error:  # null bytes
             message, line0, col = f"Python cannot parse this file: {error}", 0, 0
+        except (RecursionError, MemoryError):  # nested deeper than the parser goes
+            message, line0, col = ("Python cannot parse this file: an expression is nested too deeply for "
+                                   "Python's parser; its modules are not analysed"), 0, 0
         width = len(source.line_text(line0))
         col = min(col, max(width - 1, 0))  # Python points one past the end for "expected ..."
         start = Position(line0, source.utf16_from_char(line0, col))
@@ -346,25 +387,20 @@ class Engine:
         return self._file_finding(result, code, "warning", message)
 
     def _read_answer(self, result: FileCapture, answer: dict, module_name: str, file_outline: FileOutline) -> None:
-        if "import_error" in answer:
-            error = answer["import_error"]
-            line0 = (error["line"] - 1) if error.get("line") else 0
-            result.module_findings.append(self._file_finding(
-                result, codes.IMPORT_ERROR, "warning",
-                f"importing `{module_name}` raised {error['type']}: {error['message']}; atenlint imports the file "
-                f"to build and analyse its modules", line0))
-            return
+        result.module_findings.extend(refusal_findings(result, answer))  # ATL012: what the sandbox refused
+        if "import_error" in answer and not answer["import_error"].get("refused"):  # a refusal says it already
+            result.module_findings.append(_import_finding(result, answer, module_name, self.cwd))
         by_qualname = {c.qualname: c for c in file_outline.classes}
         result.classes = answer.get("classes", [])
         reported_failures = _script_failures_to_report(result.classes, file_outline)
+        not_built = [cls for cls in result.classes if cls["status"] == "build_failed"]
+        if not_built:
+            # One note per file, not one per class: what a factory would add for all of them.
+            result.module_findings.append(_not_built_finding(result, not_built, by_qualname, module_name))
         for cls in result.classes:
             info = by_qualname.get(cls["qualname"])
             name_range = info.name_range if info else Range(Position(0, 0), Position(0, 0))
-            if cls["status"] == "build_failed":
-                result.module_findings.append(Finding(
-                    result.display, name_range, "information", codes.CANNOT_BUILD,
-                    _build_message(cls, module_name), module=cls["module"], abs_path=result.path,
-                    data={"class": cls["name"], "key": cls["module"], "missing": cls["build_error"]["missing"]}))
+            if cls["status"] == "build_failed" and cls.get("capture") != "static":
                 continue
             if cls.get("trace_error"):
                 error = cls["trace_error"]
@@ -549,13 +585,28 @@ class Engine:
     def check_paths(self, paths: list[str], jobs: int = 1,
                     on_file: Optional[Callable[[FileCapture], None]] = None, execute: bool = True) -> Report:
         started = time.perf_counter()
-        files, missing = iter_python_files(paths)
+        files, missing = iter_python_files(paths, notebooks=True)
         errors = [FileError(path, message) for path, message in missing]
         files = [f for f in files if not self._excluded(f)]
         sources = SourceCache()
 
+        notebooks: dict = {}  # notebook path -> its cells' module, to report findings in cells
+
         def run(path: str) -> FileCapture:
-            capture = self.capture(path, display=os.path.normpath(path), execute=execute)
+            try:
+                if notebook.is_notebook(path):
+                    from .notebook_check import capture_notebook
+
+                    capture = capture_notebook(self, path, os.path.normpath(path), execute, notebooks)
+                else:
+                    capture = self.capture(path, display=os.path.normpath(path), execute=execute)
+            except Exception as error:  # noqa: BLE001 - atenlint's own failure on one file: a diagnostic, go on
+                self.log(f"internal error analysing {path}: {type(error).__name__}: {error}")
+                capture = FileCapture(os.path.abspath(path), os.path.normpath(path), Settings(), None, None)
+                capture.module_findings.append(self._file_finding(
+                    capture, codes.INTERNAL_ERROR, "warning",
+                    f"atenlint failed while analysing this file ({type(error).__name__}: {str(error)[:200]}); "
+                    f"it was not checked. Please report it with the log"))
             if on_file is not None:
                 on_file(capture)
             return capture
@@ -567,8 +618,17 @@ class Engine:
             captures = [run(f) for f in files]
         result = sorted(self.findings(captures, sources), key=Finding.sort_key)
         result = _dedupe(result)
+        from .config_keys import unknown_module_keys
+
+        result.extend(unknown_module_keys(captures, lambda path: display_path(path, self.cwd)))
+        if notebooks:
+            from .notebook_check import place_findings
+
+            result = place_findings(result, notebooks)
+        by_capture = capture_paths(captures)
         return Report(self.torch_version, list(self._all_targets(captures)), result, errors, files=len(files),
-                      classes=sum(len(c.classes) for c in captures), seconds=time.perf_counter() - started)
+                      classes=sum(len(c.classes) for c in captures), seconds=time.perf_counter() - started,
+                      by_capture=by_capture, built=build_paths(captures))
 
     def _excluded(self, path: str) -> bool:
         from .discover import _excluded
@@ -605,7 +665,7 @@ def locate_occurrence(occurrence: Occurrence, sources: SourceCache) -> Optional[
     if locator is None:
         return None
     return site, locator.locate(site["line"], site["col"], site.get("span_lines", 1), site.get("end_col"),
-                                site.get("exact", False))
+                                site.get("exact", False), tuple(site.get("hint") or ()))
 
 
 def problems_for(target, occurrence: Occurrence) -> Optional[list]:
@@ -620,6 +680,16 @@ def problems_for(target, occurrence: Occurrence) -> Optional[list]:
     if occurrence.facts and hasattr(target, "facts_problems"):
         problems = problems + target.facts_problems(occurrence.op, occurrence.facts)
     return problems
+
+
+def _onnx_export_ops(targets: list) -> list:
+    """The overloads the dynamo ONNX exporter's registry implements at each dynamo target's
+    opset: its decomposition table keeps exactly these (capture/graphs.py)."""
+    names: set = set()
+    for target in targets:
+        if getattr(target, "tree_view", None) == "onnx-export" and getattr(target, "available", False):
+            names |= set(target.implemented_overloads())
+    return sorted(names)
 
 
 def _add_unique(items: list, new: Iterable) -> None:
@@ -669,18 +739,159 @@ def _dedupe(found: list[Finding]) -> list[Finding]:
 
 
 def _build_message(cls: dict, module_name: str) -> str:
+    """Why one class could not be built, and what to do about it (whose move it is)."""
     error = cls["build_error"]
     name = cls["name"]
-    key = cls["module"]
+    key = cls.get("key") or cls["module"]
     missing = error.get("missing") or []
-    if missing:
+    kind = error.get("kind") or ("arguments" if missing else "meta")
+    static = cls.get("capture") == "static"
+    analysed = "was analysed from its source only" if static else "was not analysed"
+    if kind == "missing_package":
+        site = error.get("site") or {}
+        where = f" ({os.path.basename(site['file'])}:{site['line']})" if site.get("file") else ""
+        return (f"`{name}` {analysed}: building it needs the package `{error.get('package')}`{where}, which is not "
+                f"installed in the interpreter atenlint uses; install it (pip install {error.get('package')}) "
+                f"or point atenlint at the project's interpreter (--python)")
+    if kind == "arguments":
         arguments = ", ".join(f"{m}=..." for m in missing)
-        return (f"`{name}` was not analysed: its constructor needs {', '.join(f'`{m}`' for m in missing)}. "
+        return (f"`{name}` {analysed}: its constructor needs {', '.join(f'`{m}`' for m in missing)}. "
                 f"Add to pyproject.toml: [tool.atenlint.modules.\"{key}\"] init = \"{name}({arguments})\", "
                 f"or put `# atenlint: init={name}({arguments})` on the class line")
-    return (f"`{name}` was not analysed: building it on the meta device failed ({error['message']}). "
-            f"Give a factory that works on meta: [tool.atenlint.modules.\"{key}\"] init = \"{name}(...)\" "
-            f"in pyproject.toml, or `# atenlint: init=...` on the class line")
+    if kind == "factory":
+        return f"`{name}` {analysed}: {error['message']}"
+    if kind == "memory":
+        return f"`{name}` {analysed}: {error['message']}"
+    site = error.get("site") or {}
+    where = f" at {os.path.basename(site['file'])}:{site['line']}" if site.get("file") else ""
+    return (f"`{name}` {analysed}: its constructor fails on the meta device and on the CPU{where} "
+            f"({error['message']}). Give a factory that works: [tool.atenlint.modules.\"{key}\"] init = "
+            f"\"{name}(...)\" in pyproject.toml, or `# atenlint: init=...` on the class line")
+
+
+def _not_built_finding(result: "FileCapture", classes: list, by_qualname: dict, module_name: str) -> Finding:
+    """One note for the classes of a file that could not be built, on the first of them."""
+    first = classes[0]
+    info = by_qualname.get(first["qualname"])
+    name_range = info.name_range if info else Range(Position(0, 0), Position(0, 0))
+    message = _build_message(first, module_name)
+    if len(classes) > 1:
+        others = [f"`{c['name']}`" for c in classes[1:]]
+        shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
+        static = all(c.get("capture") == "static" for c in classes)
+        message += (f". Also {'read from source only' if static else 'not built'}: {shown} — a factory for each "
+                    f"(pyproject.toml, a factories file, or `# atenlint: init=...`) lets atenlint build and "
+                    f"script them; example inputs (`inputs=`) add dtypes and shapes")
+    elif first.get("capture") == "static":
+        message += "; with it atenlint builds and scripts the class, and example inputs (`inputs=`) add dtypes and shapes"
+    error = first["build_error"]
+    severity = "information"
+    return Finding(result.display, name_range, severity, codes.CANNOT_BUILD, message, module=first.get("module"),
+                   abs_path=result.path,
+                   data={"class": first["name"], "key": first.get("key") or first["module"],
+                         "missing": error.get("missing") or [], "kind": error.get("kind"),
+                         "classes": [c.get("key") or c["module"] for c in classes]})
+
+
+def import_names(path: str, module_name: str, project_root: Optional[str]) -> list[str]:
+    """The dotted names a file can be imported by, the one users write first: below the
+    project root (or its src/) through folders without __init__.py (namespace packages,
+    like stable-diffusion's `ldm/`), and the name its __init__.py chain gives."""
+    names = []
+    if project_root:
+        for root in (os.path.join(project_root, "src"), project_root):
+            relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+            if relative.startswith(os.pardir) or not relative.endswith(".py"):
+                continue
+            parts = relative[:-3].split(os.sep)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if parts and all(p.isidentifier() for p in parts):
+                names.append(".".join(parts))
+                break
+    if module_name not in names:
+        # The __init__.py chain's name is what imports use when it starts at the root.
+        names.append(module_name)
+    if len(names) > 1 and os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), "__init__.py")):
+        names.reverse()  # a regular package: imported by its __init__.py chain's name
+    return names
+
+
+def _import_finding(result: "FileCapture", answer: dict, module_name: str, cwd: str) -> Finding:
+    """The import failed: say where and why; a package that is not installed is said as such
+    (information when the static pass read every class instead, the user's bug otherwise)."""
+    error = answer["import_error"]
+    line0 = (error["line"] - 1) if error.get("line") else 0
+    site = error.get("site") or {}
+    static = [c for c in answer.get("classes", []) if c.get("capture") == "static"]
+    elsewhere = site.get("file") and os.path.abspath(site["file"]) != os.path.abspath(result.path)
+    where = ""
+    if site.get("file"):
+        shown = display_path(site["file"], cwd)
+        where = f" at {shown}:{site['line']}" + (f" (`{site['text']}`)" if site.get("text") else "")
+    if elsewhere and not error.get("line"):
+        line0 = 0
+    fallback = (f"; its {len(static)} module class{'es were' if len(static) != 1 else ' was'} analysed from source "
+                f"only" if static else "")
+    package = error.get("package")
+    if package:
+        message = (f"importing `{module_name}` needs the package `{package}`{where}, which is not installed in the "
+                   f"interpreter atenlint uses: install it (pip install {package}) or point atenlint at the "
+                   f"project's interpreter (--python){fallback}")
+        severity = "information" if static or not answer.get("classes") else "warning"
+    else:
+        message = (f"importing `{module_name}` raised {error['type']}: {error['message']}{where}; atenlint imports "
+                   f"the file to build and analyse its modules{fallback}")
+        severity = "warning"
+    related = []
+    if elsewhere:
+        related.append({"path": os.path.abspath(site["file"]), "line": max(site["line"] - 1, 0), "character": 0,
+                        "message": f"the import fails here{f': {package} is not installed' if package else ''}"})
+    rng = result.source.line_range(line0) if result.source is not None else Range(Position(line0, 0),
+                                                                                  Position(line0, 0))
+    return Finding(result.display, rng, severity, codes.IMPORT_ERROR, message, abs_path=result.path,
+                   related=related, data={"package": package, "site": site or None})
+
+
+def capture_paths(captures: Iterable["FileCapture"]) -> dict:
+    """Module classes by how they were analysed: trace, script, static, or not at all."""
+    counts = {"trace": 0, "script": 0, "static": 0, "none": 0}
+    for capture in captures:
+        answered = {cls.get("qualname") for cls in capture.classes}
+        for cls in capture.classes:
+            counts[class_capture(cls)] += 1
+        if not capture.classes and capture.outline is not None and any(
+                f.code in _FAILED_FILE_CODES for f in capture.module_findings):
+            # The worker gave no answer for this file: its candidates were not analysed.
+            counts["none"] += sum(1 for c in capture.outline.module_candidates
+                                  if c.qualname not in answered and not c.directives.get("skip"))
+    return counts
+
+
+def build_paths(captures: Iterable["FileCapture"]) -> dict:
+    """How classes that were built got built (meta, meta with CPU tensors moved, CPU)."""
+    counts: dict = {}
+    for capture in captures:
+        for cls in capture.classes:
+            if cls.get("build"):
+                counts[cls["build"]] = counts.get(cls["build"], 0) + 1
+    return counts
+
+
+_FAILED_FILE_CODES = (codes.TIMEOUT, codes.WORKER_CRASHED, codes.INTERNAL_ERROR, codes.IMPORT_ERROR)
+
+
+def class_capture(cls: dict) -> str:
+    """The capture path that analysed one class of a worker answer, or "none"."""
+    capture = cls.get("capture")
+    if capture in ("trace", "script", "static"):
+        return capture
+    status = cls.get("status")
+    if status == "ok":
+        return "script"
+    if status == "static":
+        return "static"
+    return "none"
 
 
 def _script_failures_to_report(classes: list, file_outline: FileOutline) -> set:

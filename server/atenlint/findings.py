@@ -23,6 +23,7 @@ TOO_LARGE = "ATL008"
 BAD_DIRECTIVE = "ATL009"
 CONFIG_ERROR = "ATL010"
 TRACE_FAILED = "ATL011"
+REFUSED = "ATL012"  # the worker's sandbox refused an action of the analysed code
 INTERNAL_ERROR = "ATL099"
 
 DOCS_URL = "https://github.com/atenlint/atenlint#rule-"

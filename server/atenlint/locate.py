@@ -80,15 +80,15 @@ class ExpressionLocator:
                             self._by_start.setdefault((receiver.lineno, receiver.col_offset), []).append(node)
 
     def locate(self, line: int, col: int, span_lines: int = 1, end_col: Optional[int] = None,
-               exact: bool = False) -> Located:
+               exact: bool = False, hint: tuple = ()) -> Located:
         """`line` 1-based, `col` and `end_col` UTF-8 byte columns, as the capture recorded
         them; `exact`: the extent covers the whole expression (Python's own positions).
-        A negative `col` means only the line is known (Python 3.10 frames)."""
+        A negative `col` means only the line is known (a graph's recorded stack, Python
+        3.10 frames); `hint` then names what the call may be called (the op, the library
+        function or the submodule attribute it went through)."""
         if col < 0:
-            on_line = [n for (ln, _), nodes in self._by_start.items() if ln == line for n in nodes
-                       if isinstance(n, ast.Call)]
-            if on_line:
-                chosen = min(on_line, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset))
+            chosen = self._on_line(line, hint)
+            if chosen is not None:
                 return Located(self.source.node_range(chosen), call_label(chosen, self.source), chosen)
             return Located(self.source.line_range(line - 1), self.source.line_text(line - 1).strip()[:60])
         candidates = self._by_start.get((line, col), [])
@@ -104,6 +104,22 @@ class ExpressionLocator:
             return Located(self._fallback_range(line - 1, col), self.source.line_text(line - 1).strip()[:60])
         return Located(self.source.node_range(chosen), call_label(chosen, self.source), chosen)
 
+    def _on_line(self, line: int, hint: tuple) -> Optional[ast.AST]:
+        """The expression on `line` a line-only site means: the one the hint names (a call
+        of that name, or the operator an op like `aten::add` or `aten::__and__` is), else
+        the smallest call on the line."""
+        on_line = [n for (ln, _), nodes in self._by_start.items() if ln == line for n in nodes]
+        calls = [n for n in on_line if isinstance(n, ast.Call)]
+        smallest = (lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset, n.col_offset))
+        for name in hint:  # most specific first: the op, then what it went through
+            named = [n for n in calls if _callee_name(n) == name]
+            if not named:
+                symbol = _OP_SYMBOLS.get(name.strip("_"))
+                named = [n for n in on_line if symbol is not None and _operator_symbol(n) in symbol]
+            if named:
+                return min(named, key=smallest)
+        return min(calls, key=smallest) if calls else None
+
     def _fallback_range(self, line0: int, col: int) -> Range:
         text = self.source.line_text(line0)
         start = self.source.utf16_from_byte(line0, col)
@@ -114,6 +130,38 @@ class ExpressionLocator:
             if isinstance(node, ast.Call):
                 return node
         return None
+
+
+# The Python operators an aten op name is spelled as in source.
+_OP_SYMBOLS = {
+    "add": ("+",), "sub": ("-",), "rsub": ("-",), "mul": ("*",), "div": ("/", "//"), "true_divide": ("/",),
+    "floor_divide": ("//",), "remainder": ("%",), "fmod": ("%",), "pow": ("**",), "matmul": ("@",),
+    "and": ("&", "and"), "bitwise_and": ("&",), "logical_and": ("&", "and"), "or": ("|", "or"),
+    "bitwise_or": ("|",), "xor": ("^",), "bitwise_xor": ("^",), "lshift": ("<<",), "rshift": (">>",),
+    "bitwise_left_shift": ("<<",), "bitwise_right_shift": (">>",), "neg": ("-",), "bitwise_not": ("~",),
+    "invert": ("~",), "logical_not": ("not", "~"), "eq": ("==",), "ne": ("!=",), "lt": ("<",), "le": ("<=",),
+    "gt": (">",), "ge": (">=",), "index": ("[]",), "slice": ("[]",), "select": ("[]",), "getitem": ("[]",),
+    "index_put": ("[]",), "iand": ("&",), "ior": ("|",), "iadd": ("+",), "isub": ("-",), "imul": ("*",),
+}
+
+
+def _callee_name(node: ast.Call) -> Optional[str]:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def _operator_symbol(node: ast.AST) -> Optional[str]:
+    if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)):
+        return _OPERATOR_SYMBOLS.get(type(node.op))
+    if isinstance(node, ast.Compare):
+        return _OPERATOR_SYMBOLS.get(type(node.ops[0]))
+    if isinstance(node, ast.Subscript):
+        return "[]"
+    return None
 
 
 def _recorded_end(node: ast.AST) -> tuple[int, int]:

@@ -2,8 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from . import __version__
 from .engine import Report
+from .notebook import cell_of
+
+
+def statistics(findings: list) -> list[dict]:
+    """Counts per code and operator (a finding with several operators counts for each),
+    most frequent first: `--statistics`."""
+    counts: dict[tuple, int] = {}
+    for finding in findings:
+        for op in finding.ops or [None]:
+            key = (finding.code, op, finding.target)
+            counts[key] = counts.get(key, 0) + 1
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0][0], item[0][1] or "", item[0][2] or ""))
+    return [{"code": code, "op": op, "target": target, "count": count} for (code, op, target), count in ordered]
+
+
+def statistics_lines(rows: list[dict]) -> list[str]:
+    if not rows:
+        return ["atenlint: statistics: no findings"]
+    width = max(len(str(row["count"])) for row in rows)
+    code_width = max(len(row["code"]) for row in rows)
+    return [f"{row['count']:>{width}}  {row['code']:<{code_width}}  {row['op'] or '-'}"
+            + (f"  [{row['target']}]" if row["target"] else "") for row in rows]
 
 
 def report_json(report: Report) -> dict:
@@ -11,20 +35,63 @@ def report_json(report: Report) -> dict:
         "atenlint": __version__,
         "torch": report.torch_version,
         "targets": report.targets,
-        "diagnostics": [finding.as_json() for finding in report.findings],
+        "diagnostics": [finding_json(finding) for finding in report.findings],
         "errors": [error.as_json() for error in report.errors],
+        "classes": classes_json(report),
     }
 
 
-def report_text(report: Report) -> str:
+def classes_json(report: Report) -> dict:
+    """How many module classes each capture path analysed, and how many none did."""
+    by_capture = report.by_capture or {}
+    return {"total": report.classes, "trace": by_capture.get("trace", 0), "script": by_capture.get("script", 0),
+            "static": by_capture.get("static", 0), "not_analysed": by_capture.get("none", 0),
+            "built": dict(report.built or {})}
+
+
+def classes_summary(report: Report) -> str:
+    """`12 module classes: 3 traced, 5 scripted, 4 from source only`."""
+    by_capture = report.by_capture or {}
+    total = sum(by_capture.values()) or report.classes
+    parts = [f"{by_capture[key]} {word}" for key, word in
+             (("trace", "traced"), ("script", "scripted"), ("static", "from source only"), ("none", "not analysed"))
+             if by_capture.get(key)]
+    cpu = sum(n for path, n in (report.built or {}).items() if path.startswith("cpu"))
+    if cpu:
+        parts.append(f"{cpu} built on the CPU")
+    noun = f"{total} module class{'es' if total != 1 else ''}"
+    return f"{noun}: {', '.join(parts)}" if parts else noun
+
+
+def finding_json(finding) -> dict:
+    """The contract's diagnostic; in a notebook, `cell` (index among all cells) and `range` in that cell."""
+    out = finding.as_json()
+    cell = cell_of(finding)
+    if cell is not None:
+        out["cell"] = cell
+    return out
+
+
+def location_text(finding) -> str:
+    """`path:line:col`, or `nb.ipynb:cell 3:2:5` in a notebook (cells counted from 1, all kinds)."""
+    start = finding.range.start
+    cell = cell_of(finding)
+    where = f"{finding.path}:cell {cell + 1}" if cell is not None else finding.path
+    return f"{where}:{start.line + 1}:{start.character + 1}"
+
+
+def report_text(report: Report, statistics: Optional[list] = None, baselined: int = 0) -> str:
     lines = []
     for finding in report.findings:
-        start = finding.range.start
         target = finding.target or "atenlint"
-        lines.append(f"{finding.path}:{start.line + 1}:{start.character + 1}: {finding.severity} [{target}] "
-                     f"{finding.message} ({finding.code})")
+        lines.append(f"{location_text(finding)}: {finding.severity} [{target}] {finding.message} ({finding.code})")
     for error in report.errors:
         lines.append(f"{error.path}: error: {error.message}")
+    if statistics:
+        lines.extend(statistics_lines(statistics))
+    if baselined:
+        lines.append(f"atenlint: {baselined} finding{'s' if baselined != 1 else ''} accepted by the baseline "
+                     f"{'are' if baselined != 1 else 'is'} not shown")
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
 
@@ -35,7 +102,7 @@ def summary_line(report: Report) -> str:
              (("error", "error"), ("warning", "warning"), ("information", "note"), ("hint", "hint")) if counts[k]]
     summary = ", ".join(parts) if parts else "no problems"
     return (f"atenlint: {summary} in {report.files} file{'s' if report.files != 1 else ''} "
-            f"({report.classes} module class{'es' if report.classes != 1 else ''}) for "
+            f"({classes_summary(report)}) for "
             f"{', '.join(report.targets) or 'mps'} on torch {report.torch_version} [{report.seconds:.1f}s]")
 
 

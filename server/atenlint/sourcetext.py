@@ -52,6 +52,8 @@ def decode_source(data: bytes) -> str:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         raise DecodeError(f"invalid encoding declaration: {error.msg}", (error.lineno or 1) - 1) from None
+    except (LookupError, UnicodeError, ValueError) as error:
+        raise DecodeError(f"invalid encoding declaration: {error}") from None
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
@@ -59,7 +61,24 @@ def decode_source(data: bytes) -> str:
         raise DecodeError(
             f"the file is not valid {encoding.upper()}: byte 0x{data[error.start]:02x} on line {line + 1} "
             f"cannot be decoded; save it as UTF-8 or declare its encoding (PEP 263)", line) from None
+    except (LookupError, UnicodeError, ValueError, TypeError) as error:
+        # `# coding: rot13`, `base64`, ...: codecs that exist but do not turn bytes into
+        # source text; Python refuses to import such a file too.
+        raise DecodeError(f"the declared encoding `{encoding}` cannot decode Python source "
+                          f"({type(error).__name__}: {error}); declare a text encoding such as utf-8",
+                          _declaration_line(data)) from None
+    if not isinstance(text, str):
+        raise DecodeError(f"the declared encoding `{encoding}` does not produce text; declare a text encoding "
+                          f"such as utf-8", _declaration_line(data))
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _declaration_line(data: bytes) -> int:
+    """0-based line of the PEP 263 declaration (one of the first two lines)."""
+    for index, line in enumerate(data.split(b"\n", 2)[:2]):
+        if re.match(rb"^[ \t\f]*#.*?coding[:=]", line):
+            return index
+    return 0
 
 
 class SourceText:
@@ -74,8 +93,23 @@ class SourceText:
     def tree(self) -> Optional[ast.Module]:
         try:
             return ast.parse(self.text, filename=self.path)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            # MemoryError / RecursionError: an expression nested deeper than the parser
+            # goes; Python cannot import such a file either.
             return None
+
+    @cached_property
+    def parse_problem(self) -> Optional[tuple[str, int, int]]:
+        """Why the file does not parse: (message, 0-based line, 0-based column), or None."""
+        try:
+            ast.parse(self.text, filename=self.path)
+        except SyntaxError as error:
+            return error.msg, max((error.lineno or 1) - 1, 0), max((error.offset or 1) - 1, 0)
+        except ValueError as error:  # null bytes
+            return str(error), 0, 0
+        except (RecursionError, MemoryError):
+            return "an expression is nested too deeply for Python's parser", 0, 0
+        return None
 
     def line_text(self, line0: int) -> str:
         if 0 <= line0 < len(self.lines):

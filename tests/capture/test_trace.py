@@ -17,7 +17,7 @@ def load(tmp_path, source, name="traced_case"):
 def trace(module, inputs, cls="Net"):
     with torch.device("meta"):
         instance = getattr(module, cls)()
-    return trace_ops(instance, build_inputs(inputs, module))
+    return trace_ops(instance, build_inputs(inputs, module))[0]
 
 
 def user_site(op):

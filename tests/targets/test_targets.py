@@ -46,7 +46,7 @@ def test_onnx_torchscript_opset(engine, registries):
 @pytest.mark.skipif(importlib.util.find_spec("onnxscript") is None, reason="needs onnxscript (the exporters extra)")
 def test_onnx_dynamo_judges_decomposed_tree(engine, registries):
     onnx = target(engine, registries, "onnx", onnx_exporter="dynamo")
-    assert onnx.tree_view == "export" and onnx.opset == registries["onnx_torchscript"]["default_opset"]
+    assert onnx.tree_view == "onnx-export" and onnx.opset == registries["onnx_torchscript"]["default_opset"]
     tree = {"op": "aten::var.correction", "calls": [leaf("aten::sub.Tensor"), leaf("aten::mean.dim")], "via": "extra"}
     assert onnx.problems(tree, ("eval",)) == []
     assert [p.op for p in onnx.problems(leaf("aten::_linalg_svd"), ("eval",))] == ["aten::_linalg_svd"]

@@ -45,7 +45,9 @@ export const createLanguageClientConnection: ConnectionFactory = (plan, hooks) =
         options: { cwd: plan.launch.cwd, env: { ...process.env, PYTHONUTF8: '1', PYTHONIOENCODING: 'utf-8' } },
     };
     const clientOptions: LanguageClientOptions = {
-        documentSelector: [{ scheme: 'file', language: 'python' }],
+        // Python files, and the Python cells of notebooks (the server syncs those as notebook
+        // documents: diagnostics, quick fixes and pulls reach each cell through this filter).
+        documentSelector: [{ scheme: 'file', language: 'python' }, { notebook: '*', language: 'python' }],
         outputChannel: hooks.log,
         traceOutputChannel: hooks.log,
         revealOutputChannelOn: RevealOutputChannelOn.Never,

@@ -72,7 +72,7 @@ def dispatch_expanding(mode: TorchDispatchMode, func: Any, args: tuple, kwargs: 
     node: Node = {"op": canonical_name(func), "calls": None}
     open_lists[-1].append(node)
     key = _expandable_key(func) if func.namespace == "aten" else None
-    if key is not None and len(open_lists) <= _MAX_EXPANSION_DEPTH:
+    if key is not None and len(open_lists) <= _MAX_EXPANSION_DEPTH and _all_meta(args, kwargs):
         calls: list[Node] = []
         open_lists.append(calls)
         try:
@@ -89,6 +89,23 @@ def dispatch_expanding(mode: TorchDispatchMode, func: Any, args: tuple, kwargs: 
         finally:
             open_lists.pop()
     return func(*args, **kwargs)
+
+
+def _all_meta(args: tuple, kwargs: dict) -> bool:
+    """Explicit composite kernels run only on meta tensors: on a fake CPU tensor (one a
+    model made with `device="cpu"`) some reach native code that reads the data pointer of
+    a tensor that has none (`copy_`: a segfault). Such a call stays a leaf."""
+    stack = [args, kwargs]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            if value.device.type != "meta":
+                return False
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return True
 
 
 def _lacks_meta_kernel(error: Exception) -> bool:

@@ -15,6 +15,7 @@ import inspect
 import linecache
 import os
 import sys
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 import torch
@@ -38,19 +39,84 @@ class _OverlayLoader(importlib.machinery.SourceFileLoader):
         raise OSError("editor buffers have no bytecode cache")  # forces compilation from our text
 
 
-class _OverlayFinder(importlib.abc.MetaPathFinder):
-    def __init__(self, overlays: dict[str, str]):
+class _WorkspaceFinder(importlib.abc.MetaPathFinder):
+    """Finds the project's own modules in its roots, and serves editor buffers.
+
+    The roots are on sys.path *after* the standard library and site-packages, so a
+    workspace `json.py`, `typing.py` or `torch.py` never shadows the real one. This
+    finder, first on sys.meta_path, still lets the project's own top-level modules win
+    over unrelated installed packages of the same name (a project's `utils` package),
+    except for protected names: the standard library, torch and everything loaded
+    before the first analysis (torch's own imports), which always come from the library.
+    """
+
+    def __init__(self, roots: list[str], overlays: dict[str, str]):
+        self.roots = list(roots)
         self.overlays = {os.path.abspath(path): text for path, text in overlays.items()}
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None):
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if path is None:  # a top-level name
+            if is_protected_name(fullname):
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(fullname, self.roots)
+        else:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path) if self.overlays else None
         if spec is None or spec.origin is None:
-            return None
+            return spec if path is None else None
         origin = os.path.abspath(spec.origin)
-        if origin not in self.overlays:
-            return None
-        spec.loader = _OverlayLoader(fullname, origin, self.overlays[origin])
+        if origin in self.overlays:
+            spec.loader = _OverlayLoader(fullname, origin, self.overlays[origin])
         return spec
+
+
+_PROTECTED: set[str] = set()
+_ACTIVE_OVERLAYS: dict[str, str] = {}
+
+
+def protect_loaded_modules() -> None:
+    """Everything imported so far (torch and what it pulled in) and every package torch
+    depends on (which it may import later, lazily) stay the library's."""
+    _PROTECTED.update(name.split(".")[0] for name in list(sys.modules))
+    _PROTECTED.update(_dependency_modules("torch"))
+
+
+def _dependency_modules(distribution: str) -> set[str]:
+    """Top-level module names of a distribution's requirements, transitively."""
+    import importlib.metadata as metadata
+    import re
+
+    names: set[str] = set()
+    seen: set[str] = set()
+    pending = [distribution]
+    while pending:
+        name = re.sub(r"[-_.]+", "-", pending.pop()).lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        top_level = dist.read_text("top_level.txt")
+        if top_level:
+            names.update(line.strip() for line in top_level.splitlines() if line.strip())
+        else:
+            for file in dist.files or ():
+                parts = file.parts
+                if parts and not parts[0].endswith((".dist-info", ".egg-info", ".data")) and parts[0] != "..":
+                    names.add(parts[0][:-3] if parts[0].endswith(".py") else parts[0].split(".")[0])
+        for requirement in dist.requires or ():
+            match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+            if match and "extra ==" not in requirement:
+                pending.append(match.group(0))
+    return {n for n in names if n.isidentifier()}
+
+
+def is_protected_name(name: str) -> bool:
+    top = name.split(".")[0]
+    if not _PROTECTED:
+        protect_loaded_modules()
+    return top in _PROTECTED or top in getattr(sys, "stdlib_module_names", ()) or top in sys.builtin_module_names
 
 
 @contextlib.contextmanager
@@ -58,63 +124,128 @@ def user_import_context(roots: list[str], overlays: dict[str, str],
                         imported: Optional[list] = None) -> Iterator[None]:
     """sys.path roots and editor overlays for one analysis, undone afterwards.
 
-    Modules imported from the user's roots are dropped afterwards so the next
-    analysis sees their new text; third-party modules stay loaded (that is what
-    keeps a warm worker fast). Their files are appended to `imported`: an editor
-    re-checks a file when one of them changes.
+    sys.path is built explicitly: the interpreter's own entries (standard library,
+    site-packages with torch) first, then the project's roots. Modules imported from
+    the user's roots are dropped afterwards so the next analysis sees their new text,
+    and library modules the analysis replaced in sys.modules are put back; third-party
+    modules imported for the first time stay loaded (that is what keeps a warm worker
+    fast). The user's files are appended to `imported`: an editor re-checks a file when
+    one of them changes.
     """
     saved_path = list(sys.path)
-    before = set(sys.modules)
-    finder = _OverlayFinder(overlays) if overlays else None
-    for root in reversed(roots):
-        if root not in sys.path:
-            sys.path.insert(0, root)
+    saved_modules = dict(sys.modules)
+    roots = [os.path.abspath(r) for r in roots if r]
+    finder = _WorkspaceFinder(roots, overlays)
+    sys.path[:] = [p for p in saved_path if os.path.abspath(p or os.curdir) not in roots and p not in ("", ".")] + \
+        [r for r in roots if r not in saved_path]
     for path, text in overlays.items():
         # TorchScript reads source through linecache; a None mtime keeps checkcache away.
         linecache.cache[os.path.abspath(path)] = (len(text), None, text.splitlines(True), os.path.abspath(path))
-    if finder is not None:
-        sys.meta_path.insert(0, finder)
+    sys.meta_path.insert(0, finder)
+    importlib.invalidate_caches()
+    previous_overlays = dict(_ACTIVE_OVERLAYS)
+    _ACTIVE_OVERLAYS.clear()
+    _ACTIVE_OVERLAYS.update(finder.overlays)
     try:
         yield
     finally:
-        if finder is not None:
+        _ACTIVE_OVERLAYS.clear()
+        _ACTIVE_OVERLAYS.update(previous_overlays)
+        if finder in sys.meta_path:
             sys.meta_path.remove(finder)
         sys.path[:] = saved_path
         for path in overlays:
             linecache.cache.pop(os.path.abspath(path), None)
-        user_roots = tuple(os.path.abspath(r) + os.sep for r in roots)
-        for name in set(sys.modules) - before:
+        user_roots = tuple(r + os.sep for r in roots)
+        for name in list(sys.modules):
             module = sys.modules.get(name)
-            if _is_user_module(module, user_roots):
+            if saved_modules.get(name) is module:
+                continue
+            if name in saved_modules and not _is_user_module(saved_modules[name], user_roots):
+                sys.modules[name] = saved_modules[name]  # a library module the file shadowed
+            elif _is_user_module(module, user_roots):
                 sys.modules.pop(name, None)
-                if imported is not None and getattr(module, "__file__", None):
-                    imported.append(os.path.abspath(module.__file__))
+            else:
+                continue
+            if imported is not None and getattr(module, "__file__", None):
+                imported.append(os.path.abspath(module.__file__))
+        for name, module in saved_modules.items():
+            if name not in sys.modules and not _is_user_module(module, user_roots):
+                sys.modules[name] = module
         importlib.invalidate_caches()
 
 
 def _is_user_module(module: Any, user_roots: tuple[str, ...]) -> bool:
     """Imported from the user's roots (and not from a virtualenv that happens to live there)."""
-    locations = [getattr(module, "__file__", None)] + list(getattr(module, "__path__", None) or [])
-    locations = [os.path.abspath(p) for p in locations if p]
+    locations = [getattr(module, "__file__", None)] + _package_paths(module)
+    locations = [os.path.abspath(p) for p in locations if isinstance(p, str) and p]
     return any(p.startswith(user_roots) and not is_library_file(p) for p in locations)
 
 
-def import_file(module_name: str, path: str) -> Any:
-    """Import `path` under `module_name` (its real dotted name, so relative imports work)."""
+def _package_paths(module: Any) -> list:
+    """A package's folders without recomputing them: iterating a namespace package's
+    `__path__` looks its parent up in sys.modules, which raises KeyError ('ldm') once the
+    parent was dropped first — the order of a set, so it failed on some runs only."""
+    try:
+        paths = getattr(module, "__path__", None)
+    except Exception:  # noqa: BLE001 - a module with a broken __getattr__
+        return []
+    if paths is None:
+        return []
+    cached = getattr(paths, "_path", None)  # importlib's _NamespacePath keeps its last answer here
+    if isinstance(cached, list):
+        return list(cached)
+    try:
+        return list(paths)
+    except Exception:  # noqa: BLE001 - a custom __path__ that cannot be listed
+        return []
+
+
+def import_file(module_name: str, path: str, overlays: Optional[dict] = None) -> Any:
+    """Import `path` under `module_name` (its real dotted name, so relative imports work).
+
+    A file whose name is a library's (`json.py`, `torch.py`) is executed from its own
+    path under that name for this analysis only: `user_import_context` puts the
+    library's module back afterwards.
+    """
     path = os.path.abspath(path)
     existing = sys.modules.get(module_name)
-    if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") != path:
-        sys.modules.pop(module_name)
+    if existing is not None and _origin(existing) == path:
+        return existing
+    if is_protected_name(module_name) or existing is not None:
+        return _exec_shadowing(module_name, path, overlays)
     module = importlib.import_module(module_name)
-    if os.path.abspath(getattr(module, "__file__", "") or "") != path:
+    if _origin(module) != path:
         # Another file of the same name shadows it on sys.path; load the one we were asked for.
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {path} as {module_name}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        module = _exec_shadowing(module_name, path, overlays)
     return module
+
+
+def _origin(module: Any) -> str:
+    return os.path.abspath(getattr(module, "__file__", "") or "") if getattr(module, "__file__", None) else ""
+
+
+def _exec_shadowing(module_name: str, path: str, overlays: Optional[dict] = None) -> Any:
+    """Execute `path` as `module_name`, whatever sys.path would find under that name."""
+    parent = module_name.rpartition(".")[0]
+    if parent and parent not in sys.modules:
+        importlib.import_module(parent)
+    text = (overlays if overlays is not None else _ACTIVE_OVERLAYS).get(path)
+    loader = _OverlayLoader(module_name, path, text) if text is not None else None
+    is_package = os.path.basename(path) == "__init__.py"
+    spec = importlib.util.spec_from_file_location(
+        module_name, path, loader=loader,
+        submodule_search_locations=[os.path.dirname(path)] if is_package else None)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as {module_name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return sys.modules.get(module_name, module)
 
 
 def module_classes(module: Any, qualnames: list[str]) -> list[tuple[str, type]]:
@@ -148,14 +279,23 @@ def _first_line(cls: type) -> int:
 
 
 class BuildFailure(Exception):
-    def __init__(self, message: str, missing: list[str], signature: str):
+    """A class could not be built. `kind` says whose move it is: "arguments" (give a
+    factory), "factory" (the factory is wrong), "missing_package" (install `package`),
+    "meta" (the constructor fails on meta and on the CPU), "memory" (too big for a CPU build)."""
+
+    def __init__(self, message: str, missing: list[str], signature: str, kind: str = "meta",
+                 package: Optional[str] = None, site: Optional[dict] = None):
         super().__init__(message)
         self.message = message
         self.missing = missing
         self.signature = signature
+        self.kind = kind
+        self.package = package
+        self.site = site
 
     def as_json(self) -> dict:
-        return {"message": self.message, "missing": self.missing, "signature": self.signature}
+        return {"message": self.message, "missing": self.missing, "signature": self.signature,
+                "kind": self.kind, "package": self.package, "site": self.site}
 
 
 def required_parameters(cls: type) -> tuple[list[str], str]:
@@ -197,27 +337,164 @@ def config_factory(cls: type, module: Any, missing: list[str]) -> Optional[str]:
     return f"{cls.__name__}({', '.join(arguments)})"
 
 
-def build(cls: type, module: Any, init: Optional[str]) -> torch.nn.Module:
-    """An instance of `cls` whose parameters live on the meta device (no memory, no data)."""
+@dataclass
+class BuildRecord:
+    """How the last class was built, for the inputs that follow (a factory function for
+    inputs gets the built model) and for the report (`path`: which build was used)."""
+
+    cls: type
+    module: Any
+    instance: torch.nn.Module
+    config: dict
+    path: str
+    moved: list = field(default_factory=list)
+
+
+# The trace path asks for inputs by expression only; the build it follows is kept here.
+# The worker captures one class at a time, so this is never shared between two builds.
+_last_build: Optional[BuildRecord] = None
+
+
+def last_build() -> Optional[BuildRecord]:
+    return _last_build
+
+
+def build(cls: type, module: Any, init: Optional[str], config: Optional[dict] = None) -> torch.nn.Module:
+    """An instance of `cls` whose parameters live on the meta device (no memory, no data).
+
+    `init` is an expression, a `pkg.module:function` reference, or None (the factories
+    file, then the config-class guess, then `cls()`). When meta cannot run the
+    constructor, it is built on the CPU under a memory cap and moved to meta."""
+    from .building import (BUILD_CPU, BUILD_META, BUILD_META_MOVED, CPU_BUILD_MEMORY_MB, factory_function,
+                           is_memory_error, memory_cap, missing_package, move_to_meta)
+
+    global _last_build
+    _last_build = None
+    config = dict(config or {})
     missing, signature = required_parameters(cls)
-    if init is None and missing:
+    key = config.get("key") or f"{module.__name__}.{cls.__qualname__}"
+    try:
+        function = factory_function("init", init, config, cls.__qualname__)
+    except Exception as error:  # noqa: BLE001 - a wrong reference is the user's to fix: say so
+        raise BuildFailure(f"the factory `{init or config.get('factories')}` could not be loaded "
+                           f"({type(error).__name__}: {error})", [], signature, kind="factory",
+                           package=missing_package(error), site=_user_site(error)) from None
+    available = {"cls": cls, "config": dict(config.get("options") or {}), "module": module, "key": key}
+    if function is None and init is None and missing:
         init = config_factory(cls, module, missing)
         if init is None:
-            raise BuildFailure(f"its constructor needs {', '.join(missing)}", missing, signature)
+            raise BuildFailure(f"its constructor needs {', '.join(missing)}", missing, signature, kind="arguments")
     namespace = dict(vars(module))
     namespace.setdefault("torch", torch)
     namespace.setdefault(cls.__name__, cls)
+
+    def make() -> Any:
+        if function is not None:
+            made = call_with_fallback(function, available)
+            if made is not None:
+                return made
+            if missing:  # the generic factory declined this class
+                raise _Declined()
+            return cls()
+        return cls() if init is None else eval(init, namespace)  # noqa: S307 - the user's own factory
+
+    path = BUILD_META
     try:
         with torch.device("meta"):
-            instance = cls() if init is None else eval(init, namespace)  # noqa: S307 - the user's own factory
+            instance = make()
+    except _Declined:
+        raise BuildFailure(f"its constructor needs {', '.join(missing)}", missing, signature,
+                           kind="arguments") from None
     except Exception as error:  # noqa: BLE001 - any constructor failure is reported, never raised
-        raise BuildFailure(f"{type(error).__name__}: {error}", missing if init is None else [], signature) from None
+        package = missing_package(error)
+        if package is not None:
+            raise BuildFailure(f"building it imports `{error.name}`, which is not installed", [], signature,
+                               kind="missing_package", package=package, site=_user_site(error)) from None
+        meta_error = f"{type(error).__name__}: {_first_line(error)}"
+        meta_site = _user_site(error)
+        try:
+            with memory_cap(CPU_BUILD_MEMORY_MB):
+                instance = make()
+            path = BUILD_CPU
+        except Exception as cpu_error:  # noqa: BLE001 - the meta failure stays the message
+            if is_memory_error(cpu_error):
+                raise BuildFailure(f"building it on the meta device failed ({meta_error}), and on the CPU it "
+                                   f"needs more than {CPU_BUILD_MEMORY_MB} MB; give a factory with smaller "
+                                   f"sizes", [], signature, kind="memory", site=meta_site) from None
+            raise BuildFailure(meta_error, missing if init is None and function is None else [], signature,
+                               kind="meta", site=meta_site) from None
     if not isinstance(instance, torch.nn.Module):
-        raise BuildFailure(f"`{init}` returned {type(instance).__name__}, not an nn.Module", [], signature)
+        raise BuildFailure(f"`{init or function.__name__}` returned {type(instance).__name__}, not an nn.Module",
+                           [], signature, kind="factory")
+    try:
+        moved = move_to_meta(instance)
+    except Exception:  # noqa: BLE001 - tensors that refuse to move: script capture does not need them
+        moved = []
+    if moved and path == BUILD_META:
+        path = BUILD_META_MOVED
+    _last_build = BuildRecord(cls, module, instance, config, path, moved)
     return instance
 
 
+class _Declined(Exception):
+    """The factories file's generic `init` returned None for this class."""
+
+
+def call_with_fallback(function: Any, available: dict) -> Any:
+    from .building import call_with
+
+    return call_with(function, available, first="cls")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else type(error).__name__
+
+
+def _user_site(error: BaseException) -> Optional[dict]:
+    """The innermost frame of the user's code in a traceback: where to point."""
+    import traceback
+
+    atenlint_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        filename = os.path.abspath(frame.filename)
+        if not is_library_file(filename) and not filename.startswith(atenlint_dir + os.sep) \
+                and not frame.filename.startswith("<"):
+            return {"file": filename, "line": frame.lineno, "text": (frame.line or "").strip()}
+    return None
+
+
 def evaluate_inputs(expression: str, module: Any) -> Any:
+    """The example inputs: an expression, or a `pkg.module:function` reference called with
+    the built model; with the class's `kwargs` (expression or reference) beside them."""
+    from .building import CallArguments, call_with, factory_function
+
+    record = _last_build if _last_build is not None and _last_build.module is module else None
+    config = record.config if record is not None else {}
     namespace = dict(vars(module))
     namespace.setdefault("torch", torch)
-    return eval(expression, namespace)  # noqa: S307 - the user's own example inputs
+    available = {"model": record.instance if record else None, "cls": record.cls if record else None,
+                 "config": dict(config.get("options") or {}), "module": module,
+                 "key": config.get("key")}
+    qualname = record.cls.__qualname__ if record else ""
+
+    def value(kind: str, text: Optional[str]) -> Any:
+        function = factory_function(kind, text, config, qualname) if (text or config.get("factories")) else None
+        if function is not None:
+            return call_with(function, available, first="model")
+        return None if text is None else eval(text, namespace)  # noqa: S307 - the user's own example inputs
+
+    inputs = value("inputs", expression)
+    kwargs_setting = config.get("kwargs")
+    if kwargs_setting is None and not config.get("factories"):
+        return inputs
+    try:
+        kwargs = value("kwargs", kwargs_setting)
+    except Exception as error:  # noqa: BLE001 - say it was the kwargs, not the inputs
+        raise type(error)(f"(in kwargs `{kwargs_setting}`) {error}") from None
+    if kwargs is None:
+        return inputs
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise TypeError(f"kwargs must give a dict of keyword arguments, not {type(kwargs).__name__}")
+    args = () if inputs is None else inputs if isinstance(inputs, tuple) else (inputs,)
+    return CallArguments(tuple(args), kwargs)

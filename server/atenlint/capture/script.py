@@ -53,10 +53,16 @@ class Site:
     span_lines: int = 1
     end_col: Optional[int] = None
     exact: bool = False  # the extent is the whole expression (a trace's co_positions), not TorchScript's
+    # Only the line is known (col -1, a graph's recorded stack): names the call on that line
+    # may have (the op, the library function or submodule it went through), to pick it.
+    hint: tuple = ()
 
     def as_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "col": self.col,
-                "span_lines": self.span_lines, "end_col": self.end_col, "exact": self.exact}
+        out = {"file": self.file, "line": self.line, "col": self.col,
+               "span_lines": self.span_lines, "end_col": self.end_col, "exact": self.exact}
+        if self.hint:
+            out["hint"] = list(self.hint)
+        return out
 
 
 @dataclass
@@ -329,7 +335,10 @@ class _Walker:
         inputs = list(node.inputs())
         owner = objects.get(inputs[0].unique())
         name = node.s("name")
-        if owner is None or not owner._has_method(name):
+        has_method = getattr(owner, "_has_method", None)
+        if owner is None or has_method is None or not has_method(name):
+            # A TorchScript class instance (torchvision's BoxCoder) is not a module: its
+            # methods are compiled functions we do not walk.
             self.unresolved_calls.append(f"{inputs[0].type()}.{name}")
             return
         self.modules_seen.add(_python_qualname(owner._type().qualified_name()))
@@ -573,8 +582,14 @@ def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> d
     """The call tree for one scripted call, cached by overload and constant arguments.
 
     view "dispatch": what a device backend's dispatcher is asked for (composites expanded
-    as their kernels do); "export": what torch.export's core-ATen decomposition produces.
+    as their kernels do); "export" and "onnx-export": what torch.export's decomposition
+    produces (the dynamo ONNX target tells the tables apart by each node's `via`); the
+    TorchScript views ("jit", "onnx-jit"): the call itself, as `torch.jit.trace` records it.
     """
+    if view not in ("dispatch", "export", "onnx-export"):
+        return {"op": op_name, "calls": None}
+    if view == "onnx-export":
+        view = "export"
     key = (op_name, _freeze(known), view)
     tree = _TREE_CACHE.get(key)
     if tree is None:

@@ -32,6 +32,11 @@ from ..locate import dotted_name
 from .decompose import resolve_overload
 from .paths import is_library_file
 from .script import Site, _Walker, decomposed, script_ops
+from .static_flow import ROOT, TENSOR, Context, Facts, Flow, class_attributes
+
+# Fast paths torch takes only on CPU/CUDA (a device check in MultiheadAttention and
+# TransformerEncoderLayer): never reached on MPS, so never reported there.
+CPU_CUDA_FAST_PATHS = frozenset({"aten::_native_multi_head_attention", "aten::_transformer_encoder_layer_fwd"})
 
 _TORCH_ROOTS = {"torch"}
 _PLACEHOLDER_INTS = (8, 1, 2)
@@ -469,6 +474,32 @@ class _FileAnalysis:
         self.module = module or ".".join(p for p in (package, os.path.splitext(os.path.basename(path))[0]) if p)
         self.names = _collect_names(tree, package)
         self._replayers: dict = {}
+        self._facts: dict = {}
+        # Names bound to modules that are not torch (np, math): calls on them are not tensor ops.
+        self.module_names: dict = {}
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] not in _TORCH_ROOTS:
+                        self.module_names[alias.asname or alias.name.split(".")[0]] = alias.name
+
+    def facts(self, cls: Optional[ast.ClassDef], cls_owner: Optional["_FileAnalysis"]) -> Facts:
+        """What this file's code means, for a method of `cls` (defined in `cls_owner`) or a
+        plain function (cls None)."""
+        key = (cls.name if cls is not None else None, cls_owner.path if cls_owner is not None else None)
+        if key not in self._facts:
+            facts = Facts(torch_path=lambda node: _torch_path(node, self.names), resolve_torch=_resolve_torch,
+                          module_names=dict(self.module_names),
+                          project_names=set(self.names.imported) | set(self.names.classes) | set(self.names.functions),
+                          functions=dict(self.names.functions))
+            if cls is not None and cls_owner is not None:
+                init = cls_owner._methods(cls).get("__init__")
+                if init is not None:
+                    owner, function = init
+                    owner_facts = owner.facts(None, None) if owner is not self else facts
+                    facts.attributes, facts.layers = class_attributes(function, owner_facts)
+            self._facts[key] = facts
+        return self._facts[key]
 
     def replayer(self, device: str) -> _Replayer:
         if device not in self._replayers:
@@ -532,63 +563,84 @@ class _FileAnalysis:
                         found.setdefault(target.attr, []).append((owner, node.value))
         return found
 
-    def _follow_method(self, cls, name, device, out, visited, depth) -> None:
-        key = (self.path, cls.name, name)
+    def _follow_method(self, cls, name, device, out, visited, depth, context: Context = ROOT) -> None:
+        key = (self.path, cls.name, name, context.key())
         if key in visited or depth > _MAX_FOLLOW_DEPTH:
             return
         visited.add(key)
         method = self._methods(cls).get(name)
         if method is not None:
             owner, function = method
-            owner._body(function, cls, self, device, out, visited, depth)
+            owner._body(function, cls, self, device, out, visited, depth, context)
 
-    def _body(self, function, cls, cls_owner, device, out, visited, depth) -> None:
+    def _body(self, function, cls, cls_owner, device, out, visited, depth, context: Context = ROOT) -> None:
         """Every torch call in `function` (defined in this file), following the user's own
-        callees. `cls_owner` is the analysis that defines `cls` (for `self.` lookups)."""
+        callees. `cls_owner` is the analysis that defines `cls` (for `self.` lookups);
+        `context` says whether the caller reached it only in training, in eval, or only
+        with an optional argument."""
         submodules = cls_owner._submodules(cls) if cls is not None else {}
-        for node in ast.walk(function):
-            if not isinstance(node, ast.Call):
-                continue
+        flow = Flow(function, self.facts(cls, cls_owner), context, entry=getattr(function, "name", "") == "forward")
+        for node, where in flow.calls():
             func = node.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
                     and cls is not None:
                 if func.attr in submodules:
                     for owner, constructor in submodules[func.attr]:
-                        owner._submodule_call(node, constructor, self, device, out, visited, depth)
+                        owner._submodule_call(node, constructor, self, device, out, visited, depth, where)
                 else:
-                    cls_owner._follow_method(cls, func.attr, device, out, visited, depth + 1)
+                    cls_owner._follow_method(cls, func.attr, device, out, visited, depth + 1, where)
                 continue
             found = self.resolve(func)
             if found is not None:
                 owner, definition = found
-                key = (owner.path, definition.name)
+                key = (owner.path, definition.name, where.key())
                 if isinstance(definition, ast.ClassDef) or key in visited:
                     continue  # building a user class in forward: its forward runs when it is called
                 visited.add(key)
-                owner._body(definition, None, None, device, out, visited, depth + 1)
+                owner._body(definition, None, None, device, out, visited, depth + 1, where)
                 continue
-            ops = self.replayer(device).call(node)
+            if isinstance(func, ast.Attribute) and _torch_path(func, self.names) is None \
+                    and flow.kinds.of(func.value, where) != TENSOR:
+                continue  # `cache.values()`, `np.broadcast_to(...)`, `dist.mode()`: not a tensor's method
+            ops = _in_context(self.replayer(device).call(node), where)
             if ops:
                 out.append((self._site(node), ops))
 
-    def _submodule_call(self, call, constructor, caller, device, out, visited, depth) -> None:
+    def _submodule_call(self, call, constructor, caller, device, out, visited, depth, context: Context = ROOT) -> None:
         """`self.sub(x)` in `caller`, where `self.sub = <constructor>` is written in this file."""
         found = self.resolve(constructor.func)
         if found is not None and isinstance(found[1], ast.ClassDef):
             owner, cls = found
             self.project.followed_classes.add(f"{owner.module}.{cls.name}")
-            owner._follow_method(cls, "forward", device, out, visited, depth + 1)
+            owner._follow_method(cls, "forward", device, out, visited, depth + 1, context)
             return
         scripted = self.replayer(device).submodule(constructor)
         if scripted is None:
             return
         captured = script_ops(scripted, (device,))
-        if captured.ops:
-            out.append((caller._site(call), captured.ops))
+        ops = _in_context(captured.ops, context)
+        if ops:
+            out.append((caller._site(call), ops))
 
     def _site(self, node: ast.Call) -> Site:
         end = node.func
         return Site(self.path, node.lineno, node.col_offset, end.end_lineno - node.lineno + 1, end.end_col_offset)
+
+
+def _in_context(ops: list, context: Context) -> list:
+    """The ops of one call as its place in forward allows: a training-only block keeps the
+    training walk's ops, an eval-only one the eval walk's; an optional branch marks them
+    conditional (information, not an error). Fast paths torch never takes on MPS go."""
+    from dataclasses import replace as _replace
+
+    kept = []
+    for op in ops:
+        if context.training is not None and op.training != context.training:
+            continue
+        if op.device == "mps" and op.op in CPU_CUDA_FAST_PATHS:
+            continue
+        kept.append(_replace(op, conditional=True) if context.optional and not op.conditional else op)
+    return kept
 
 
 def static_capture(request: dict) -> dict:

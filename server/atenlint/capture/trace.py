@@ -268,36 +268,50 @@ def _fake_mode():
     return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
 
 
-def trace_ops(instance: torch.nn.Module, inputs: Any, with_export: bool = False) -> list[TracedOp]:
+def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], list[str]]:
     """Run `instance(*inputs)` in training and in eval mode on fake tensors, recording
-    every op. Raises TraceFailure with the user's line when forward itself fails."""
-    arguments = inputs if isinstance(inputs, tuple) else (inputs,)
-    tables = None
-    if with_export:
-        from .export_decompose import tables as export_tables
+    every op the dispatcher sees (the device backends' view; export toolchains get their
+    own graphs from `graphs.py`). Returns the ops and notes on what could not be seen.
 
-        tables = export_tables()
+    One phase failing does not discard the other (BatchNorm with a batch of 1 fails only
+    in training); a forward that fails after a value it had to guess (`.item()`) keeps
+    what was captured up to there. Raises TraceFailure with the user's line when nothing
+    could be traced."""
+    arguments = inputs if isinstance(inputs, tuple) else (inputs,)
+    keywords = dict(getattr(inputs, "kwargs", None) or {})  # building.CallArguments: forward(*args, **kwargs)
     found: list[TracedOp] = []
+    notes: list[str] = []
+    failure: Optional[TraceFailure] = None
     for training in (True, False):
         instance.train(training)
-        recorder = _TraceRecorder(_run.__code__, training, tables)
+        recorder = _TraceRecorder(_run.__code__, training, None)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _run(instance, arguments, recorder)
+                _run(instance, arguments, recorder, keywords)
         except Exception as error:  # noqa: BLE001 - the user's forward failed on these inputs
-            raise TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error)) from None
+            phase = "training" if training else "eval"
+            problem = TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error))
+            if recorder.guessed and recorder.found:
+                notes.append(f"the {phase} trace stopped after a value read from a tensor (`.item()`), which "
+                             f"fake tensors cannot know ({problem.message}); what ran before it was kept")
+            else:
+                notes.append(f"the {phase} trace failed: {problem.message}")
+                failure = failure or problem
+                continue
         found.extend(recorder.found)
     instance.eval()
-    return found
+    if not found and failure is not None:
+        raise failure
+    return found, notes
 
 
-def _run(instance, arguments, recorder):
+def _run(instance, arguments, recorder, keywords=None):
     # Weights and inputs live on meta; so must tensors forward makes without a device
     # (`torch.arange(n)`), or every mix with them fails. Meta is also what keeps CPU/CUDA-
     # only fast paths (MultiheadAttention's) off, as on the targets' devices.
     with torch.device("meta"), _ConstantWatcher(recorder), _fake_mode(), recorder, torch.no_grad():
-        instance(*arguments)
+        instance(*arguments, **(keywords or {}))
 
 
 def _first_line(error: Exception) -> str:

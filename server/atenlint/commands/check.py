@@ -11,20 +11,25 @@ import time
 from ..config import KNOWN_TARGETS, ConfigError, SettingsResolver, parse_targets
 from ..engine import Engine
 from ..fixes.apply import fix_summary, fix_until_clean
-from ..output import report_json, report_text
+from ..baseline import BaselineError, new_findings, read_baseline, write_baseline
+from ..output import report_json, report_text, statistics, statistics_lines
 from ..worker.pool import WorkerFailure, WorkerPool, WorkerSettings
-from .common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, UsageError, default_jobs, stderr_log
+from .common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, UsageError, default_jobs, stderr_log
 
 NAME = "check"
+FORMATS = ("text", "json", "sarif", "github")
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(NAME, help="analyse files and folders, report like a compiler")
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="Python files or folders (searched for *.py)")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="Python files, notebooks (.ipynb) or folders (searched for *.py and *.ipynb)")
     parser.add_argument("--target", "-t", action="append", metavar="TARGET",
                         help=f"backend to judge for (repeat or comma-separate; known: {', '.join(KNOWN_TARGETS)}); "
                              "default: [tool.atenlint] targets, else mps")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="output format: text (default), json, sarif (SARIF 2.1.0 for code scanning), github "
+                             "(GitHub Actions annotations)")
     parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml / TOML file instead of the "
                                                           "nearest pyproject.toml of each file")
     parser.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -35,10 +40,29 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--no-exec", action="store_true",
                         help="never import or run your code: read the source only (static analysis)")
     parser.add_argument("--verbose", "-v", action="store_true", help="log worker activity to stderr")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="let analysed code start processes, use the network and write files (the worker's "
+                             "sandbox refuses them by default; also ATENLINT_SANDBOX=off)")
+    parser.add_argument("--require-exec", action="store_true",
+                        help="fail (exit 1) when a module class could not be built and scripted or traced, so was "
+                             "read from source only or not analysed at all (for CI)")
+    parser.add_argument("--add-inputs", action="store_true",
+                        help="write `# atenlint: inputs=...` above each class whose forward has type hints or "
+                             "tensor defaults and no inputs yet (check the guessed shapes), then check")
     parser.add_argument("--fix", action="store_true",
                         help="apply every exact rewrite atenlint offers, print what changed, report what is left")
     parser.add_argument("--unsafe-fixes", action="store_true",
                         help="with --fix, also apply approximate rewrites (each says how it differs)")
+    parser.add_argument("--write-baseline", metavar="FILE",
+                        help="record the current findings in FILE (by call text, not line) and exit 0")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="report only findings not recorded in FILE (written by --write-baseline)")
+    parser.add_argument("--exit-zero", action="store_true",
+                        help="exit 0 even when something is found (usage errors still exit 2)")
+    parser.add_argument("--statistics", action="store_true",
+                        help="also print how many findings each code and operator has (text: before the summary; "
+                             "json: \"statistics\"; sarif/github: on stderr)")
+    parser.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     return parser
 
 
@@ -68,9 +92,20 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--jobs: must be at least 1")
     if args.unsafe_fixes and not args.fix:
         raise UsageError("--unsafe-fixes only applies with --fix")
+    if getattr(args, "require_exec", False) and args.no_exec:
+        raise UsageError("--require-exec cannot be combined with --no-exec (nothing is executed then)")
+    baseline = _baseline_from_args(args)
+    if getattr(args, "add_inputs", False):
+        from ..inputs_suggest import add_inputs_to_paths
+
+        for line in add_inputs_to_paths(args.paths, resolver):
+            print(line, file=sys.stderr)
     log = stderr_log(args.verbose)
     jobs = args.jobs or default_jobs(args.paths)
-    pool = WorkerPool(jobs, WorkerSettings(python=args.python or sys.executable), log=log)
+    worker_settings = WorkerSettings(python=args.python or sys.executable)
+    if getattr(args, "no_sandbox", False):
+        worker_settings.sandbox = False
+    pool = WorkerPool(jobs, worker_settings, log=log)
     engine = Engine(pool, resolver, log=log)
     try:
         engine.start()
@@ -83,21 +118,89 @@ def run(args: argparse.Namespace) -> int:
         else:
             report = check()
     except WorkerFailure as failure:
-        print(f"atenlint: cannot start the analysis worker: {failure.message}\n{failure.stderr_tail}",
-              file=sys.stderr)
-        return EXIT_USAGE
+        last = failure.stderr_tail.strip().splitlines()[-1:]  # the reason, not the worker's traceback
+        print(f"atenlint: cannot start the analysis worker: {failure.message}"
+              + (f" ({last[0].strip()[:300]})" if last else ""), file=sys.stderr)
+        return EXIT_INTERNAL
     finally:
         pool.close()
     report.seconds = time.perf_counter() - started  # what the user waited, worker start included
+    if args.write_baseline:
+        try:
+            recorded = write_baseline(args.write_baseline, report.findings, report.torch_version)
+        except OSError as error:
+            raise UsageError(f"--write-baseline: cannot write {args.write_baseline}: {error.strerror}") from None
+        print(f"atenlint: recorded {recorded} finding{'s' if recorded != 1 else ''} in the baseline "
+              f"{args.write_baseline}", file=sys.stderr)
+    baselined = 0
+    if baseline is not None:
+        report.findings, baselined = new_findings(report.findings, baseline)
+    _write_output(args, _render(args, report, fixed, baselined))
+    counts = report.counts()
+    if args.write_baseline or args.exit_zero:
+        return EXIT_CLEAN
+    if getattr(args, "require_exec", False) and report.not_executed:
+        print(f"atenlint: --require-exec: {report.not_executed} module class"
+              f"{'es were' if report.not_executed != 1 else ' was'} not built and executed "
+              f"({report.by_capture.get('static', 0)} read from source only, {report.by_capture.get('none', 0)} "
+              f"not analysed); give factories or inputs (see the notes)", file=sys.stderr)
+        return EXIT_FINDINGS
+    if any(f.code == "ATL099" for f in report.findings):
+        return EXIT_INTERNAL  # atenlint itself failed on some file: it was not checked
+    return EXIT_FINDINGS if counts["error"] or counts["warning"] else EXIT_CLEAN
+
+
+def _baseline_from_args(args: argparse.Namespace):
+    if args.write_baseline and args.baseline:
+        raise UsageError("--write-baseline and --baseline cannot be combined (write a new baseline from a full check)")
+    if args.output_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.output_file))):
+        raise UsageError(f"--output-file: no such directory: {os.path.dirname(args.output_file)}")
+    if not args.baseline:
+        return None
+    try:
+        return read_baseline(args.baseline)
+    except BaselineError as error:
+        raise UsageError(f"--baseline: {error}") from None
+
+
+def _render(args: argparse.Namespace, report, fixed, baselined: int) -> str:
+    """The report in the chosen format. Machine formats keep stdout to themselves: what
+    --fix changed and --statistics go to stderr there."""
+    rows = statistics(report.findings) if args.statistics else None
     if args.format == "json":
         output = report_json(report)
         if fixed is not None:
             output["fixed"] = [applied.as_json() for applied in fixed.applied]
-        json.dump(output, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
+        if rows is not None:
+            output["statistics"] = rows
+        if args.baseline:
+            output["baselined"] = baselined
+        return json.dumps(output, indent=2) + "\n"
+    if args.format in ("sarif", "github"):
         if fixed is not None:
-            sys.stdout.write(fix_summary(fixed))
-        sys.stdout.write(report_text(report))
-    counts = report.counts()
-    return EXIT_FINDINGS if counts["error"] or counts["warning"] else EXIT_CLEAN
+            sys.stderr.write(fix_summary(fixed))
+        if rows is not None:
+            sys.stderr.write("\n".join(statistics_lines(rows)) + "\n")
+        if baselined:
+            print(f"atenlint: {baselined} finding{'s' if baselined != 1 else ''} accepted by the baseline "
+                  f"not reported", file=sys.stderr)
+        if args.format == "sarif":
+            from ..formats.sarif import report_sarif
+
+            return json.dumps(report_sarif(report, statistics=rows), indent=2, ensure_ascii=False) + "\n"
+        from ..formats.github import report_github
+
+        return report_github(report)
+    text = report_text(report, statistics=rows, baselined=baselined)
+    return (fix_summary(fixed) if fixed is not None else "") + text
+
+
+def _write_output(args: argparse.Namespace, rendered: str) -> None:
+    if not args.output_file:
+        sys.stdout.write(rendered)
+        return
+    try:
+        with open(args.output_file, "w", encoding="utf-8") as handle:
+            handle.write(rendered)
+    except OSError as error:
+        raise UsageError(f"--output-file: cannot write {args.output_file}: {error.strerror}") from None

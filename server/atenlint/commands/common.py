@@ -7,6 +7,17 @@ import os
 import sys
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+# atenlint itself failed (an internal error, a worker that cannot start): the code was
+# not checked, which CI must not mistake for "nothing found" (0) or "found problems" (1).
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+
+def internal_failure_message(error: BaseException) -> str:
+    """One line for an unexpected failure of atenlint itself (never a traceback)."""
+    text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
+    return (f"atenlint: internal error: {type(error).__name__}{': ' + text if text else ''}. This is a bug in "
+            f"atenlint, not in your code: please report it (ATENLINT_DEBUG=1 prints the traceback)")
 
 
 class UsageError(Exception):

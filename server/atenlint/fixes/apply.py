@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..findings import Finding
+from ..notebook import apply_cell_fixes, is_notebook
 from ..sourcetext import DecodeError
 from .edits import EncodedText, LineIndex, TextEdit, overlaps, text_fingerprint
 from .model import REWRITE
@@ -51,11 +52,13 @@ class FixOutcome:
 
 
 def choose(findings: list[Finding], unsafe: bool) -> list[tuple[Finding, dict]]:
-    """Per finding, the first rewrite it may apply: exact, or approximate with `unsafe`."""
+    """Per finding, the first rewrite it may apply: exact and valid for any input, or, with
+    `unsafe`, also approximate or right only for the example inputs' sizes."""
     chosen = []
     for finding in findings:
         for fix in finding.fixes:
-            if fix.get("kind") != REWRITE or not (fix.get("exact") or unsafe):
+            safe = bool(fix.get("exact")) and fix.get("safe", True) is not False
+            if fix.get("kind") != REWRITE or not (safe or unsafe):
                 continue
             if any("path" in edit for edit in fix.get("edits", [])) or not finding.abs_path:
                 continue
@@ -72,6 +75,9 @@ def apply_to_files(chosen: list[tuple[Finding, dict]]) -> FixOutcome:
     for finding, fix in chosen:
         by_file.setdefault(finding.abs_path, []).append((finding, fix))
     for path, fixes in by_file.items():
+        if is_notebook(path):  # edits are in cells: the notebook module rewrites the .ipynb
+            _apply_to_notebook(path, fixes, outcome)
+            continue
         try:
             with open(path, "rb") as handle:
                 original = EncodedText.read(handle.read())
@@ -99,6 +105,15 @@ def apply_to_files(chosen: list[tuple[Finding, dict]]) -> FixOutcome:
             outcome.applied.append(AppliedFix(finding.path, start.line + 1, start.character + 1, finding.target or "",
                                               finding.call or "", fix["id"], fix["title"], bool(fix["exact"])))
     return outcome
+
+
+def _apply_to_notebook(path: str, fixes: list, outcome: FixOutcome) -> None:
+    applied, skipped = apply_cell_fixes(path, fixes, text_fingerprint)
+    outcome.skipped.extend(skipped)
+    for finding, fix in applied:
+        start = finding.range.start
+        outcome.applied.append(AppliedFix(finding.path, start.line + 1, start.character + 1, finding.target or "",
+                                          finding.call or "", fix["id"], fix["title"], bool(fix["exact"])))
 
 
 def _write(path: str, data: bytes) -> None:

@@ -161,15 +161,29 @@ def build_rewrite(entry: Rewrite, finding: Finding, file: Optional[FileContext],
     edits = _verified(file, node, edits, new_node_text, import_edits)
     if entry.runs_on_cpu:
         edits.append(_cpu_directive(file, finding, edits, by_line))
+    condition = _only_while(entry, derived)
+    title = f"{entry.title}: `{_preview(new_node_text)}`"
     return {
         "id": entry.id,
-        "title": f"{entry.title}: `{_preview(new_node_text)}`",
+        "title": f"{title} ({condition})" if condition else title,
         "kind": entry.kind,
         "exact": entry.exact,
         "approximation": entry.approximation,
+        # False: right only while `condition` holds (never preferred; --fix needs --unsafe-fixes).
+        "safe": condition is None,
+        "condition": condition,
         "edits": [edit.as_json(file.index) for edit in import_edits + edits],
-        "description": _description(entry),
+        "description": _description(entry) + (f" Only right {condition}." if condition else ""),
     }
+
+
+def _only_while(entry: Rewrite, derived: dict) -> Optional[str]:
+    if not entry.only_while:
+        return None
+    text = entry.only_while
+    for name in placeholders(text):
+        text = text.replace("{" + name + "}", derived[name].text)
+    return text
 
 
 def _form_matches(entry: Rewrite, site: CallSite) -> bool:

@@ -171,7 +171,8 @@ REWRITES: tuple[Rewrite, ...] = (
         signature="input, output_size",
         module_signature="output_size",
         template="{F}.avg_pool3d({input}, {kernel})",
-        derive={"kernel": "adaptive_pool_kernel_3d"},
+        derive={"kernel": "adaptive_pool_kernel_3d", "size": "traced_spatial_size_3d"},
+        only_while="only for {size} inputs, the traced size: at other sizes the output shape changes",
         exact=True,
         why="when every output size divides the input size, each adaptive window is the fixed block "
             "input // output, which avg_pool3d with that kernel (and the same stride) averages. Offered only "
@@ -191,7 +192,8 @@ REWRITES: tuple[Rewrite, ...] = (
         signature="input, output_size, return_indices=False",
         module_signature="output_size, return_indices=False",
         template="{F}.max_pool3d({input}, {kernel})",
-        derive={"kernel": "adaptive_pool_kernel_3d"},
+        derive={"kernel": "adaptive_pool_kernel_3d", "size": "traced_spatial_size_3d"},
+        only_while="only for {size} inputs, the traced size: at other sizes the output shape changes",
         when=(Condition("literal", ("return_indices", False)),),
         exact=True,
         why="as for the average: dividing sizes make the adaptive windows fixed blocks, and max_pool3d "
@@ -413,7 +415,7 @@ REWRITES: tuple[Rewrite, ...] = (
 REMEDIES: tuple[Remedy, ...] = (
     Remedy(
         id="silence-mps-fallback-warning",
-        title="Silence this op's CPU-fallback warning",
+        title="Silence torch's runtime CPU-fallback warning",
         kind=SUPPRESS,
         targets=("mps",),
         codes=("MPS001", "MPS002"),

@@ -162,6 +162,19 @@ def adaptive_pool_kernel_3d(context: Context) -> Optional[str]:
     return f"({kernel[0]}, {kernel[1]}, {kernel[2]})"
 
 
+def traced_spatial_size_3d(context: Context) -> Optional[str]:
+    """The input's (D, H, W) as traced, written `16×32×32`; None when it is not known."""
+    shapes = context.data.get("arg_shapes") or {}
+    shape = shapes.get("self") or shapes.get("input")
+    if not isinstance(shape, (list, tuple)) or len(shape) not in (4, 5):
+        return None
+    spatial = list(shape[-3:])
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in spatial):
+        return None
+    return "×".join(str(d) for d in spatial)
+
+
 DERIVATIONS: dict[str, Callable] = {
     "adaptive_pool_kernel_3d": adaptive_pool_kernel_3d,
+    "traced_spatial_size_3d": traced_spatial_size_3d,
 }

@@ -110,6 +110,11 @@ class Rewrite:
     torch_versions: dict = field(default_factory=dict)
     runs_on_cpu: bool = False  # the rewrite deliberately runs the op on the CPU (a round trip)
     kind: str = REWRITE
+    # A rewrite that bakes in a fact of the example inputs (a window computed from the traced
+    # input size) is only right while that fact holds: it says so in its title (this text,
+    # with `{derived}` names filled in), is never preferred, and `--fix` applies it only with
+    # `--unsafe-fixes`.
+    only_while: Optional[str] = None
 
     @property
     def parsed_signature(self) -> Signature:
@@ -200,6 +205,9 @@ def check_entry(entry, known_checks: set, known_derivations: set) -> list[str]:
             problems.append(f"unknown condition {condition.check!r}")
     if entry.fields and not entry.suffix:
         problems.append("fields only matter with a suffix")
+    for name in placeholders(entry.only_while or ""):
+        if name not in entry.derive:
+            problems.append(f"only_while names {{{name}}}, which is not derived")
     return problems
 
 

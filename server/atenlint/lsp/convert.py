@@ -90,23 +90,71 @@ def _uri(path: str) -> str:
 
 
 def code_actions(uri: str, text: str, diagnostics: list[types.Diagnostic], only: Optional[list],
-                 encoding: Encoding, all_diagnostics_data: list[dict]) -> list[types.CodeAction]:
-    """Quick fixes and ignores for the diagnostics in the request, plus fix-all."""
+                 encoding: Encoding, all_diagnostics_data: list[dict],
+                 request_range: Optional[types.Range] = None,
+                 known: Optional[list] = None) -> list[types.CodeAction]:
+    """Quick fixes and ignores for the diagnostics of the request, plus fix-all.
+
+    `known` is the server's own (diagnostic, data) for the file: a client that does not
+    echo `data` (Vim + ALE, and clients that send no diagnostics at all) gets the actions
+    of the server's diagnostics it names, or else of those overlapping the range."""
     source = SourceText(text, uri)
     actions: list[types.CodeAction] = []
     wants = _kinds_filter(only)
-    for diag in diagnostics:
-        data = diag.data if isinstance(diag.data, dict) else None
-        if not data or diag.source != "atenlint":
-            continue
+    for diag, data in diagnostics_for_request(diagnostics, request_range, known or []):
         if wants(types.CodeActionKind.QuickFix):
-            actions.extend(_fix_actions(uri, source, diag, data, encoding))
-            actions.extend(_ignore_actions(uri, source, diag, data, encoding))
+            ranked = _fix_actions(uri, source, diag, data, encoding) + _ignore_actions(uri, source, diag, data, encoding)
+            actions.extend(action for _, action in sorted(ranked, key=lambda pair: _ORDER[pair[0]]))
     if wants(FIX_ALL_KIND) and only and any(k.startswith("source") for k in only):
         fix_all = fix_all_action(uri, source, all_diagnostics_data, encoding)
         if fix_all is not None:
             actions.append(fix_all)
     return actions
+
+
+def diagnostics_for_request(diagnostics: list, request_range: Optional[types.Range],
+                            known: list) -> list[tuple[types.Diagnostic, dict]]:
+    """(diagnostic, data) pairs the request is about: echoed data first; else the server's
+    own diagnostic with the same code and range; else every one of ours the range touches."""
+    pairs = []
+    unmatched = False
+    for diag in diagnostics:
+        if diag.source not in (None, "atenlint"):
+            continue
+        if isinstance(diag.data, dict) and diag.data.get("code"):
+            pairs.append((diag, diag.data))
+            continue
+        same = [(d, data) for d, data in known if _code_of(d) == _code_of(diag) and d.range == diag.range] or \
+            [(d, data) for d, data in known if _code_of(d) == _code_of(diag)
+             and d.range.start.line == diag.range.start.line]
+        if same:
+            pairs.extend((diag, data) for _, data in same[:1])
+        else:
+            unmatched = True
+    if not pairs and request_range is not None and (unmatched or not diagnostics):
+        pairs = [(d, data) for d, data in known if _touches(d.range, request_range)]
+    return pairs
+
+
+def _code_of(diag: types.Diagnostic) -> Optional[str]:
+    code = diag.code
+    return str(code) if code is not None else None
+
+
+def _touches(a: types.Range, b: types.Range) -> bool:
+    a_start, a_end = (a.start.line, a.start.character), (a.end.line, a.end.character)
+    b_start, b_end = (b.start.line, b.start.character), (b.end.line, b.end.character)
+    return a_start <= b_end and b_start <= a_end
+
+
+# Menu order: rewrites you can apply blindly, then conditional ones, then ignores, then
+# remedies that change no code the lint looks at (silencing the runtime warning).
+_ORDER = {"preferred": 0, "rewrite": 1, "ignore": 2, "suppress": 3, "other": 4}
+
+
+def is_preferred_fix(fix: dict) -> bool:
+    """Preferred (applied by "auto fix"): an exact rewrite that holds whatever the inputs."""
+    return bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite" and fix.get("safe", True) is not False
 
 
 def _kinds_filter(only: Optional[list]):
@@ -125,7 +173,7 @@ def _text_edit(fix_edit: dict, source: SourceText, encoding: Encoding) -> types.
 
 
 def _fix_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dict,
-                 encoding: Encoding) -> list[types.CodeAction]:
+                 encoding: Encoding) -> list[tuple[str, types.CodeAction]]:
     actions = []
     path = data.get("path")
     for fix in data.get("fixes") or []:
@@ -143,10 +191,12 @@ def _fix_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dic
             title=fix.get("title", "Apply atenlint fix"),
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[diag],
-            is_preferred=bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite",
+            is_preferred=is_preferred_fix(fix),
             edit=types.WorkspaceEdit(changes=by_file) if by_file else None,
         )
-        actions.append(action)
+        rank = "preferred" if action.is_preferred else \
+            "rewrite" if fix.get("kind", "rewrite") == "rewrite" else "suppress"
+        actions.append((rank, action))
     return actions
 
 
@@ -155,7 +205,7 @@ def _plain_range(data: dict) -> types.Range:
 
 
 def _ignore_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dict,
-                    encoding: Encoding) -> list[types.CodeAction]:
+                    encoding: Encoding) -> list[tuple[str, types.CodeAction]]:
     actions = []
     ops = data.get("ops") or []
     target = data.get("target")
@@ -163,23 +213,23 @@ def _ignore_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: 
         label = ", ".join(ops)
         line = Range.from_json(data["range"]).start.line
         edit = ignore_comment_edit(source, line, ops)
-        actions.append(types.CodeAction(
+        actions.append(("ignore", types.CodeAction(
             title=f"Ignore {label} on this line", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
-            edit=_edit(uri, [types.TextEdit(range=encoding.to_client(edit[0], source), new_text=edit[1])])))
+            edit=_edit(uri, [types.TextEdit(range=encoding.to_client(edit[0], source), new_text=edit[1])]))))
         project_edit = ignore_in_project_edit(data.get("path"), target, ops)
         if project_edit is not None:
             pyproject, rng, new_text = project_edit
-            actions.append(types.CodeAction(
+            actions.append(("ignore", types.CodeAction(
                 title=f"Ignore {label} for target {target} in this project",
                 kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
-                edit=_edit(_uri(pyproject), [types.TextEdit(range=_plain_range(rng), new_text=new_text)])))
+                edit=_edit(_uri(pyproject), [types.TextEdit(range=_plain_range(rng), new_text=new_text)]))))
     if data.get("code") == "ATL003" and data.get("class"):
         stub = factory_stub_edit(source, data)
         if stub is not None:
-            actions.append(types.CodeAction(
+            actions.append(("other", types.CodeAction(
                 title=f"Add a factory for `{data['class']}`", kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diag],
-                edit=_edit(uri, [types.TextEdit(range=encoding.to_client(stub[0], source), new_text=stub[1])])))
+                edit=_edit(uri, [types.TextEdit(range=encoding.to_client(stub[0], source), new_text=stub[1])]))))
     return actions
 
 
@@ -272,7 +322,7 @@ def fix_all_action(uri: str, source: SourceText, diagnostics_data: list[dict],
     taken: list[Range] = []
     for data in diagnostics_data:
         for fix in data.get("fixes") or []:
-            if not (fix.get("exact") and fix.get("kind", "rewrite") == "rewrite"):
+            if not is_preferred_fix(fix):
                 continue
             ranges = [Range.from_json(e["range"]) for e in fix.get("edits", [])]
             if any(_overlaps(r, t) for r in ranges for t in taken if r != t):

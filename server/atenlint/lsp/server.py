@@ -11,13 +11,14 @@ import uuid
 from typing import Optional
 
 from lsprotocol import types
+from pygls.exceptions import FeatureAlreadyRegisteredError
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..output import report_markdown_for
 from ..sourcetext import SourceText
-from . import convert
+from . import convert, notebooks
 from .session import Session, call_site_at, findings_at
 from .settings import editor_settings
 
@@ -30,7 +31,9 @@ _LOG_LEVEL = {"error": types.MessageType.Error, "warning": types.MessageType.War
 
 class AtenlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("atenlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("atenlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=notebooks.NOTEBOOK_SYNC)
+        self.notebooks = notebooks.NotebookDocuments()
         self.session: Optional[Session] = None
         self.encoding = convert.Encoding()
         self.supports_refresh = False
@@ -39,7 +42,9 @@ class AtenlintServer(LanguageServer):
 
     # -- Callbacks for the session (called on the event loop thread) ------
     def publish(self, uri: str, version: Optional[int], findings: list) -> None:
-        source = self._source(uri)
+        if notebooks.publish_cells(self, uri, findings):  # a notebook: on each cell's URI
+            return
+        source = self._shown_source(uri)
         diagnostics = [convert.diagnostic(f, source, self.encoding) for f in findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
@@ -67,6 +72,13 @@ class AtenlintServer(LanguageServer):
         else:
             function(*args)
 
+    def _shown_source(self, uri: str) -> Optional[SourceText]:
+        """The text the file's shown results were computed on (the saved file while the
+        buffer has unsaved edits under `onSave`): positions convert against it."""
+        path = _path(uri)
+        text = self.session.source_text_for(path) if self.session and path else None
+        return SourceText(text, path) if text is not None else self._source(uri)
+
     def _source(self, uri: str) -> Optional[SourceText]:
         document = self.session.documents.get(uri) if self.session else None
         if document is not None:
@@ -80,6 +92,7 @@ class AtenlintServer(LanguageServer):
 
 
 server = AtenlintServer()
+notebooks.register(server)
 
 
 def _path(uri: str) -> Optional[str]:
@@ -103,9 +116,8 @@ def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
     # slow analysis finished); otherwise push. One mechanism per session: a client that
     # pulls and also receives pushes shows every squiggle twice.
     pull = bool(text_document and text_document.diagnostic) and ls.supports_refresh
-    if not pull:
-        for method in (types.TEXT_DOCUMENT_DIAGNOSTIC, types.WORKSPACE_DIAGNOSTIC):
-            ls.protocol.fm.features.pop(method, None)  # capabilities are built after this handler
+    if pull:
+        _register_pull_diagnostics(ls)  # capabilities are built from the features after this handler
     ls.supports_configuration = bool(workspace and workspace.configuration)
     folders = [_path(f.uri) for f in (params.workspace_folders or [])] or \
         ([_path(params.root_uri)] if params.root_uri else [])
@@ -114,6 +126,14 @@ def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
            f"{ls.encoding.name}, workers run {settings.python}")
     ls.session = Session(ls, settings, [f for f in folders if f], pull=pull)
     ls.session.start()  # workers warm up in the background; initialize answers now
+
+
+def _register_pull_diagnostics(ls: AtenlintServer) -> None:
+    try:
+        ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, PULL_OPTIONS)(document_diagnostic)
+        ls.feature(types.WORKSPACE_DIAGNOSTIC)(workspace_diagnostic)
+    except FeatureAlreadyRegisteredError:
+        pass  # a second initialize in the same process
 
 
 @server.feature(types.INITIALIZED)
@@ -179,7 +199,7 @@ def did_save(ls: AtenlintServer, params: types.DidSaveTextDocumentParams) -> Non
     elif uri in ls.session.documents:
         ls.session.save(uri, ls.workspace.get_text_document(uri).source)
     elif path:
-        ls.session.recheck_dependents(path)
+        ls.session.files_changed([path])
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -194,10 +214,7 @@ def did_change_watched_files(ls: AtenlintServer, params: types.DidChangeWatchedF
         ls.session.project_settings_changed()
         ls.session.recheck_all()
         return
-    for change in params.changes:
-        path = _path(change.uri)
-        if path:
-            ls.session.recheck_dependents(path)
+    ls.session.files_changed([p for p in (_path(c.uri) for c in params.changes) if p])
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -209,11 +226,15 @@ async def did_change_configuration(ls: AtenlintServer, params: types.DidChangeCo
             ls.session.recheck_all()
 
 
-@server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
-                types.DiagnosticOptions(identifier="atenlint", inter_file_dependencies=True,
-                                        workspace_diagnostics=True))
+PULL_OPTIONS = types.DiagnosticOptions(identifier="atenlint", inter_file_dependencies=True,
+                                      workspace_diagnostics=True)
+
+
+# Registered at `initialize` only for a client that pulls (see `_register_pull_diagnostics`).
 async def document_diagnostic(ls: AtenlintServer, params: types.DocumentDiagnosticParams):
     uri = params.text_document.uri
+    if notebooks.is_cell(ls, uri):
+        return await notebooks.cell_diagnostics(ls, params)
     if uri not in ls.session.documents:
         if not _is_python(uri):
             return types.RelatedFullDocumentDiagnosticReport(items=[])
@@ -224,13 +245,12 @@ async def document_diagnostic(ls: AtenlintServer, params: types.DocumentDiagnost
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     if params.previous_result_id == result.result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result.result_id)
-    source = ls._source(uri)
+    source = ls._shown_source(uri)
     findings = ls.session.findings_for(_path(uri))
     return types.RelatedFullDocumentDiagnosticReport(
         result_id=result.result_id, items=[convert.diagnostic(f, source, ls.encoding) for f in findings])
 
 
-@server.feature(types.WORKSPACE_DIAGNOSTIC)
 def workspace_diagnostic(ls: AtenlintServer, params: types.WorkspaceDiagnosticParams):
     previous = {p.uri: p.value for p in params.previous_result_ids or []}
     items = []
@@ -254,12 +274,20 @@ def workspace_diagnostic(ls: AtenlintServer, params: types.WorkspaceDiagnosticPa
                                         resolve_provider=False))
 def code_action(ls: AtenlintServer, params: types.CodeActionParams):
     uri = params.text_document.uri
+    if notebooks.is_cell(ls, uri):
+        return notebooks.code_actions(ls, params)
     document = ls.session.documents.get(uri)
     text = document.text if document else ls.workspace.get_text_document(uri).source
-    result = ls.session.last_result(uri)
-    all_data = [convert.diagnostic_data(f) for f in result.findings] if result else []
+    path = _path(uri)
+    shown = ls.session.source_text_for(path) if path else None
+    if shown is not None and shown != text:
+        return None  # the buffer changed since the check: its edits would land in the wrong place
+    findings = ls.session.findings_for(path) if path else []
+    source = SourceText(text, path)
+    # The server's own diagnostics, for clients that do not echo `data` (Vim + ALE).
+    known = [(convert.diagnostic(f, source, ls.encoding), convert.diagnostic_data(f)) for f in findings]
     return convert.code_actions(uri, text, list(params.context.diagnostics), params.context.only, ls.encoding,
-                                all_data) or None
+                                [data for _, data in known], params.range, known) or None
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
@@ -305,16 +333,30 @@ async def check_workspace(ls: AtenlintServer, *args) -> dict:
                 cancellable=True))
 
     loop = asyncio.get_running_loop()
-    results = await loop.run_in_executor(ls.session._executor, ls.session.check_workspace, progress, cancelled)
+    ls.session.workspace_check_started()
+    try:
+        # `$/cancelRequest` cancels this coroutine; the thread stops at the next file.
+        results = await asyncio.shield(loop.run_in_executor(ls.session._executor, ls.session.check_workspace,
+                                                            progress, cancelled))
+    except asyncio.CancelledError:
+        cancelled.set()
+        if created:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
+        raise
+    finally:
+        ls.session.workspace_check_ended()
     for path, result in results.items():
         if not ls.session.pull:
             ls.publish(convert._uri(path), None, result.findings)
     ls.refresh()
+    note = ls.session.workspace_note
+    if note:
+        ls.show(f"atenlint: {note}", "warning" if not results else "info")
     if created:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(
             message="cancelled" if cancelled.is_set() else f"{len(results)} files checked"))
     return {"files": len(results), "findings": sum(len(r.findings) for r in results.values()),
-            "cancelled": cancelled.is_set()}
+            "cancelled": cancelled.is_set(), "message": note}
 
 
 @server.command(REPORT)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import hashlib
 import os
+import shutil
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,9 +22,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol
 
 from ..config import SettingsResolver
-from ..discover import iter_python_files
+from ..discover import iter_python_files, read_regular_file
 from ..engine import CallSite, Engine, FileCapture, SourceCache
 from ..findings import Finding
+from ..notebook import is_notebook, saved_module_text
+from ..sourcetext import DecodeError, decode_source
 from ..worker.pool import WorkerFailure, WorkerPool, WorkerSettings
 from .settings import EditorSettings
 
@@ -49,6 +54,21 @@ class DocumentResult:
     # Findings this analysis located in other files (a helper or base class defined
     # elsewhere): shown in those files, next to their own findings.
     foreign: dict = field(default_factory=dict)
+    input: Optional["AnalysisInput"] = None  # what was checked (positions refer to its text)
+    # Notes about the whole run rather than this file (told once, shown in the status item).
+    run_notes: tuple = ()
+
+    @property
+    def text(self) -> Optional[str]:
+        return self.input.text if self.input is not None else None
+
+    @property
+    def import_failed(self) -> bool:
+        """A failed import reached files we cannot name (a module that does not exist yet,
+        the file with the syntax error): such a result is re-checked on any change and never
+        reused from the cache."""
+        return any(f.code in _UNSTABLE_CODES for f in self.findings) or \
+            any(f.code in _UNSTABLE_CODES for found in self.foreign.values() for f in found)
 
     def __post_init__(self) -> None:
         # Everything a client shows or acts on: a settings change that only alters severity
@@ -69,10 +89,91 @@ class Document:
     debounce: Optional[asyncio.TimerHandle] = None
     result: Optional[DocumentResult] = None
     waiters: list = field(default_factory=list)
+    saved_text: Optional[str] = None  # the file's content on disk (None: not on disk)
+    pending: bool = False  # a check was asked for and has not started yet
 
 
 def text_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class AnalysisInput:
+    """What one check of a document reads: the text, whether it may import and run it, and
+    the other unsaved buffers its import sees (only when the user opted in)."""
+
+    text: str
+    execute: bool
+    overlays: tuple = ()  # ((path, text), ...)
+
+
+def analysis_input(text: str, saved_text: Optional[str], other_unsaved: dict,
+                   settings: EditorSettings) -> AnalysisInput:
+    """Unsaved code is never imported or run unless `executeUnsaved` says so: with `onSave`
+    the saved file is checked (the buffer only when there is no file), with `onType` an
+    unsaved buffer gets the static pass and a saved one the full capture."""
+    overlays = tuple(sorted(other_unsaved.items())) if settings.execute_unsaved and settings.trusted else ()
+    clean = saved_text is not None and text == saved_text
+    if clean or settings.execute_unsaved:
+        return AnalysisInput(text, settings.trusted, overlays)
+    if settings.trigger == "onType" or saved_text is None:
+        return AnalysisInput(text, False)
+    return AnalysisInput(saved_text, settings.trusted)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: tuple  # the input's text, mode and settings
+    dependency_hashes: tuple  # ((path, content hash), ...) of every workspace file the import reached
+    result: "DocumentResult"
+
+
+# A result with one of these is never reused: the import failed somewhere we cannot name,
+# or a worker timed out or crashed (which may not happen again).
+_UNSTABLE_CODES = ("ATL002", "ATL005", "ATL006", "ATL099")
+# Findings about the run rather than a file: said once and shown in the status item.
+RUN_LEVEL_CODES = ("COREML000",)
+
+
+# The server reads files from disk itself (saved texts, dependency hashes) only if they are
+# regular files and at most this large; analyses honour the project's max-file-size.
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+
+def read_saved_text(path: Optional[str]) -> Optional[str]:
+    if not path:
+        return None
+    if is_notebook(path):  # a notebook's document text is the module of its code cells
+        return saved_module_text(path)
+    try:
+        return decode_source(read_regular_file(path, MAX_READ_BYTES))
+    except (OSError, DecodeError, SyntaxError, ValueError):
+        return None  # a FIFO, a device, too large, undecodable: never read without limit
+
+
+def content_hash(path: str, overlays: dict) -> Optional[str]:
+    """The content a check of a dependency saw: its overlay, else the file (hashed, not
+    stat'ed: two saves within a timestamp tick must still differ)."""
+    if path in overlays:
+        return text_hash(overlays[path])
+    try:
+        return hashlib.sha1(read_regular_file(path, MAX_READ_BYTES)).hexdigest()
+    except OSError:
+        return None
+
+
+def depends_on(document: "Document", changed: set) -> bool:
+    """Whether a change to any of `changed` may change the document's result."""
+    result = document.result
+    if result is None or document.pending or (document.task is not None and not document.task.done()):
+        return True  # not known yet (or being computed from what may be the old content)
+    return result.import_failed or any(p in changed for p in result.dependencies)
+
+
+def split_run_notes(findings: list) -> tuple[list, tuple]:
+    """(file findings, run-level notes): the COREML000-like ones leave the file."""
+    notes = tuple(dict.fromkeys(f.message for f in findings if f.code in RUN_LEVEL_CODES))
+    return [f for f in findings if f.code not in RUN_LEVEL_CODES], notes
 
 
 class Session:
@@ -96,14 +197,21 @@ class Session:
         self._announced = False
         self._told_problems: set = set()
         self.timings: list = []  # (path, seconds) of recent analyses, for logs and benchmarks
+        self.analyses = 0  # checks that ran (not answered from the cache)
+        self.run_notes: list = []
+        self._disk_generation = 0  # bumped by every change on disk we are told of
+        self.workspace_note: Optional[str] = None  # why Check Workspace saw what it saw
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._workspace_checks = 0
 
     # -- lifecycle -------------------------------------------------------
     def start(self) -> None:
         """Start workers in the background; requests wait for them, the client does not."""
         loop = asyncio.get_running_loop()
+        self._loop = loop
         self._executor = ThreadPoolExecutor(max_workers=max(2, self.settings.workers + 1),
                                             thread_name_prefix="atenlint")
-        self.pool = WorkerPool(self.settings.workers, WorkerSettings(python=self.settings.python,
+        self.pool = WorkerPool(self.settings.workers, WorkerSettings(python=self._interpreter(),
                                                           memory_limit_mb=self.settings.memory_limit_mb),
                                log=lambda message: self.callbacks.log(message))
         self.engine = Engine(self.pool, self._resolver(), log=lambda message: self.callbacks.log(message))
@@ -137,6 +245,14 @@ class Session:
         if not self._ready.done():
             self._ready.set_result(error is None)
 
+    def use_engine(self, engine: Engine) -> None:
+        """Run on an engine that is already warm (tests, benchmarks): no workers of our own."""
+        self._loop = asyncio.get_running_loop()
+        self._executor = self._executor or ThreadPoolExecutor(max_workers=2, thread_name_prefix="atenlint")
+        self.engine = engine
+        self._ready = None
+        self._state = "idle"
+
     def shutdown(self) -> None:
         if self.pool is not None:
             self.pool.close()
@@ -144,7 +260,32 @@ class Session:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _resolver(self) -> SettingsResolver:
-        return SettingsResolver(overrides=self.settings.overrides())
+        # Configuration never comes from above the workspace folders (issue 12).
+        return SettingsResolver(overrides=self.settings.overrides(), workspace_roots=list(self.folders))
+
+    def _interpreter(self, settings: Optional[EditorSettings] = None) -> str:
+        """The interpreter the workers run. An untrusted session never executes one that
+        lives in the workspace (a checked-in `.venv/bin/python` can be anything): it uses
+        the server's own interpreter instead, and says so once."""
+        settings = settings or self.settings
+        python = settings.python
+        if settings.trusted or not self.folders:
+            return python
+        candidates = {os.path.abspath(python)}
+        found = shutil.which(python) if os.sep not in python else None
+        if found:
+            candidates.add(os.path.abspath(found))
+        candidates |= {os.path.realpath(c) for c in candidates}
+        folders = [os.path.realpath(f) for f in self.folders] + [os.path.abspath(f) for f in self.folders]
+        inside = any(c == f or c.startswith(f.rstrip(os.sep) + os.sep) for c in candidates for f in folders)
+        if not inside:
+            return python
+        message = (f"atenlint: this workspace is not trusted, so its interpreter {python} is not run; "
+                   f"the analysis uses {sys.executable} instead. Trust the workspace to use it.")
+        if message not in self._told_problems:
+            self._told_problems.add(message)
+            self.callbacks.show(message, "warning")
+        return sys.executable
 
     def configure(self, settings: EditorSettings) -> bool:
         """Apply new editor settings; True when open documents need a re-check."""
@@ -153,7 +294,7 @@ class Session:
         if self.engine is not None:
             self.engine.resolver = self._resolver()
         self._cache.clear()
-        if old.python != settings.python or old.workers != settings.workers:
+        if self._interpreter(old) != self._interpreter(settings) or old.workers != settings.workers:
             self.callbacks.log(f"interpreter or workers changed: restarting workers with {settings.python}")
             self._restart_workers()
         return True
@@ -161,7 +302,7 @@ class Session:
     def _restart_workers(self) -> None:
         if self.pool is not None:
             self.pool.close()
-        self.pool = WorkerPool(self.settings.workers, WorkerSettings(python=self.settings.python,
+        self.pool = WorkerPool(self.settings.workers, WorkerSettings(python=self._interpreter(),
                                                           memory_limit_mb=self.settings.memory_limit_mb),
                                log=lambda message: self.callbacks.log(message))
         self.engine = Engine(self.pool, self._resolver(), log=lambda message: self.callbacks.log(message))
@@ -184,10 +325,14 @@ class Session:
 
     # -- documents -------------------------------------------------------
     def open(self, uri: str, path: str, version: Optional[int], text: str) -> None:
-        self.documents[uri] = Document(uri, path, version, text)
+        self.documents[uri] = Document(uri, path, version, text, saved_text=read_saved_text(path))
         self.schedule(uri)
+        if self.settings.execute_unsaved:
+            self._recheck_importers_of([path])  # its buffer is now an overlay of theirs
 
     def change(self, uri: str, version: Optional[int], text: str) -> None:
+        """An unsaved edit. With `onSave` nothing runs; with `onType` the buffer is checked
+        after a pause (statically unless the user opted in to running unsaved code)."""
         document = self.documents.get(uri)
         if document is None:
             return
@@ -201,8 +346,8 @@ class Session:
             return
         if text is not None:
             document.text = text
-        self.schedule(uri)
-        self.recheck_dependents(document.path)
+        document.saved_text = document.text  # didSave: the editor just wrote this buffer
+        self.files_changed([document.path], reread=False)
 
     def close(self, uri: str) -> None:
         document = self.documents.pop(uri, None)
@@ -210,19 +355,51 @@ class Session:
             return
         if document.debounce is not None:
             document.debounce.cancel()
+        for waiter in document.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        document.waiters = []
         if not self.pull:
-            self.callbacks.publish(uri, None, [])  # nothing stale stays behind
+            # Nothing stale stays behind: only what other open files' checks located in it.
+            self.callbacks.publish(uri, None, self.findings_for(document.path))
             for path in (document.result.foreign if document.result else {}):
-                other = self._document_at(path)
-                if other is not None:
-                    self.callbacks.publish(other.uri, other.version, self.findings_for(path))
+                other = self._document_at(path)  # open or not: what it showed from this file goes
+                self.callbacks.publish(other.uri if other else path_uri(path), other.version if other else None,
+                                       self.findings_for(path))
+        else:
+            self.callbacks.refresh()
+        if self.settings.execute_unsaved and document.text != document.saved_text:
+            self._recheck_importers_of([document.path])  # they see the file on disk again
+
+    def files_changed(self, paths: list, reread: bool = True) -> None:
+        """Files of the workspace changed on disk (saved, created, deleted): re-check the open
+        ones among them and every open file whose last analysis depends on one of them."""
+        paths = [os.path.abspath(p) for p in paths]
+        self._disk_generation += 1  # an analysis running now may have read the old content
+        for path in paths:
+            self._forget_workspace_result(path)
+            document = self._document_at(path)
+            if document is not None:
+                if reread:
+                    document.saved_text = read_saved_text(path)
+                self.schedule(document.uri)
+        pass
 
     def recheck_dependents(self, path: str) -> None:
-        """Re-check the open files whose last analysis imported `path`."""
-        path = os.path.abspath(path)
+        """A file changed on disk (kept for callers that name one file)."""
+        self.files_changed([path])
+
+    def _recheck_importers_of(self, paths: list) -> None:
+        changed = {os.path.abspath(p) for p in paths}
         for other in list(self.documents.values()):
-            if other.path != path and other.result is not None and path in other.result.dependencies:
+            if other.path in changed:
+                continue
+            if depends_on(other, changed):
                 self.schedule(other.uri)
+
+    def _forget_workspace_result(self, path: str) -> None:
+        # A Check Workspace result of an unopened file is only valid for the content it saw.
+        self.workspace_results.pop(path, None)
 
     def recheck_all(self) -> None:
         for uri in list(self.documents):
@@ -232,34 +409,58 @@ class Session:
         if document.debounce is not None:
             document.debounce.cancel()
         loop = asyncio.get_running_loop()
-        document.debounce = loop.call_later(self.settings.on_type_delay_ms / 1000, self.schedule, document.uri)
+        document.debounce = loop.call_later(self.settings.on_type_delay_ms / 1000, self._typed, document.uri)
 
-    def schedule(self, uri: str) -> None:
-        """Analyse the document's current text. A running analysis of an older version
-        finishes in the worker, but its result is dropped and the newest text goes next."""
+    def _typed(self, uri: str) -> None:
         document = self.documents.get(uri)
         if document is None:
             return
+        document.debounce = None
+        self.schedule(uri)
+        if self.settings.execute_unsaved:
+            self._recheck_importers_of([document.path])  # they import this buffer's text
+
+    def schedule(self, uri: str) -> None:
+        """Check the document again. A request while a check runs is never dropped: the
+        running check finishes, its result is discarded, and the current state goes next."""
+        document = self.documents.get(uri)
+        if document is None:
+            return
+        document.pending = True
         if document.task is None or document.task.done():
             document.task = asyncio.get_running_loop().create_task(self._run(document))
 
+    def input_for(self, document: Document) -> "AnalysisInput":
+        others = {d.path: d.text for d in self.documents.values()
+                  if d is not document and d.text != d.saved_text}
+        return analysis_input(document.text, document.saved_text, others, self.settings)
+
     async def _run(self, document: Document) -> None:
-        while True:
-            version, text = document.version, document.text
-            result = await self._analyse(document.path, text, version)
-            if self.documents.get(document.uri) is not document:
-                return  # closed meanwhile
-            if (document.version, document.text) != (version, text):
-                continue  # superseded while it ran: analyse the newer text
-            previous, document.result = document.result, result
-            self._deliver(document, previous)
-            return
+        try:
+            while document.pending:
+                document.pending = False
+                version = document.version
+                result = await self._analyse(document.path, self.input_for(document), version)
+                if self.documents.get(document.uri) is not document:
+                    return  # closed meanwhile
+                if document.pending:
+                    continue  # superseded while it ran (an edit, a save, a file it imports)
+                previous, document.result = document.result, result
+                self._deliver(document, previous)
+        except Exception as error:  # noqa: BLE001 - waiters must not hang on a bug of ours
+            self.last_error = f"{type(error).__name__}: {error}"
+            self.callbacks.log(f"checking {document.path} failed: {self.last_error}", "error")
+            for waiter in document.waiters:
+                if not waiter.done():
+                    waiter.set_result(document.result)
+            document.waiters = []
 
     def _deliver(self, document: Document, previous: Optional[DocumentResult] = None) -> None:
         waiters, document.waiters = document.waiters, []
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(document.result)
+        self._note_run_level(document.result)
         if self.pull:
             self.callbacks.refresh()
             return
@@ -269,6 +470,17 @@ class Session:
             other = self._document_at(path)
             self.callbacks.publish(other.uri if other else path_uri(path), other.version if other else None,
                                    self.findings_for(path))
+
+    def _note_run_level(self, result: Optional[DocumentResult]) -> None:
+        """Run-level notes (a converter that is not installed) are told once, and stay in the
+        status item, instead of sitting on every class of every file."""
+        fresh = [n for n in (result.run_notes if result else ()) if n not in self.run_notes]
+        if not fresh:
+            return
+        self.run_notes.extend(fresh)
+        for note in fresh:
+            self.callbacks.show(f"atenlint: {note}", "warning")
+        self._status(self._state)
 
     def findings_for(self, path: str) -> list:
         """A file's own findings plus those other open files' analyses located in it."""
@@ -285,20 +497,37 @@ class Session:
                     own.append(finding)
         return own
 
+    def source_text_for(self, path: str) -> Optional[str]:
+        """The text the shown results of `path` were computed on (positions refer to it)."""
+        document = self._document_at(path)
+        if document is not None:
+            return document.result.text if document.result is not None and document.result.text is not None \
+                else document.text
+        return read_saved_text(path)
+
     def _document_at(self, path: str) -> Optional[Document]:
         return next((d for d in self.documents.values() if d.path == path), None)
 
+    def is_current(self, document: Document) -> bool:
+        """Whether the document's result answers a pull now. With `onSave` the last check
+        stands until the next save (a pull never analyses unsaved text); with `onType` it
+        must be of the current input."""
+        if document.result is None or document.pending or (document.task is not None and not document.task.done()):
+            return False
+        if self.settings.trigger == "onSave":
+            return True
+        return document.result.input == self.input_for(document)
+
     async def result_for(self, uri: str) -> Optional[DocumentResult]:
-        """The current result for a document (pull diagnostics, hover): waits for a
-        running or needed analysis of its current text."""
+        """The current result for a document (pull diagnostics, hover, report): waits for
+        a running or needed check; never starts one that the trigger does not call for."""
         document = self.documents.get(uri)
         if document is None:
             return None
-        current = document.result is not None and document.result.version == document.version \
-            and document.task is not None and document.task.done()
-        if current:
+        if self.is_current(document):
             return document.result
-        if document.task is None or document.task.done():
+        running = document.pending or (document.task is not None and not document.task.done())
+        if not running and document.debounce is None:
             self.schedule(uri)
         waiter = asyncio.get_running_loop().create_future()
         document.waiters.append(waiter)
@@ -309,74 +538,73 @@ class Session:
         return document.result if document is not None else None
 
     # -- analysis --------------------------------------------------------
-    def _overlays(self, exclude: str) -> dict:
-        return {d.path: d.text for d in self.documents.values() if d.path != exclude}
-
-    def _cache_key(self, path: str, text: str, dependencies: list) -> tuple:
-        overlays = {d.path: d.text for d in self.documents.values()}
-        dependency_hashes = []
-        for dependency in sorted(dependencies):
-            if dependency in overlays:
-                dependency_hashes.append((dependency, text_hash(overlays[dependency])))
-            else:
-                try:
-                    stat = os.stat(dependency)
-                    dependency_hashes.append((dependency, stat.st_mtime_ns, stat.st_size))
-                except OSError:
-                    dependency_hashes.append((dependency, None))
+    def _input_key(self, path: str, wanted: "AnalysisInput") -> tuple:
         engine = self.engine
         try:
             fingerprint = engine.resolver.for_file(path).fingerprint() if engine else ""
         except Exception:  # noqa: BLE001 - an invalid config is reported by the analysis itself
             fingerprint = "invalid"
-        return (text_hash(text), tuple(dependency_hashes), engine.torch_version if engine else None,
+        overlays = tuple((p, text_hash(t)) for p, t in wanted.overlays)
+        return (text_hash(wanted.text), wanted.execute, overlays, engine.torch_version if engine else None,
                 fingerprint, self.settings.trusted)
 
-    async def _analyse(self, path: str, text: str, version: Optional[int]) -> DocumentResult:
-        previous = self._cache.get(path)
-        dependencies = []
-        if previous:
-            dependencies = next(reversed(previous.values())).dependencies
+    def _cached(self, path: str, key: tuple, wanted: "AnalysisInput") -> Optional[DocumentResult]:
+        overlays = dict(wanted.overlays)
+        for entry in reversed(self._cache.get(path, ())):
+            if entry.key == key and all(content_hash(p, overlays) == h for p, h in entry.dependency_hashes):
+                return entry.result
+        return None
+
+    def _store(self, path: str, key: tuple, wanted: "AnalysisInput", result: DocumentResult) -> None:
+        overlays = dict(wanted.overlays)
+        hashes = tuple((p, content_hash(p, overlays)) for p in sorted(set(result.dependencies)))
+        entries = self._cache.setdefault(path, collections.deque(maxlen=_CACHE_PER_FILE))
+        entries.append(CacheEntry(key, hashes, result))
+
+    async def _analyse(self, path: str, wanted: "AnalysisInput", version: Optional[int]) -> DocumentResult:
         if self._ready is not None:
             await asyncio.shield(self._ready)
-        key = self._cache_key(path, text, dependencies)
-        cached = (previous or {}).get(key)
+        key = self._input_key(path, wanted)
+        cached = self._cached(path, key, wanted)
         if cached is not None:
-            return DocumentResult(path, version, cached.findings, cached.call_sites, cached.dependencies, key,
-                                  0.0, cached.result_id, cached.foreign)
+            return dataclasses.replace(cached, version=version, seconds=0.0)
+        generation = self._disk_generation
         self._busy += 1
         self._status("busy")
         started = time.perf_counter()
+        failed = False
         try:
             loop = asyncio.get_running_loop()
             findings, call_sites, imported = await loop.run_in_executor(
-                self._executor, self._analyse_blocking, path, text, self._overlays(path))
+                self._executor, self._analyse_blocking, path, wanted.text, dict(wanted.overlays), wanted.execute)
         except Exception as error:  # noqa: BLE001 - a bug of ours must not take the editor down
             self.last_error = f"{type(error).__name__}: {error}"
             self.callbacks.log(f"analysis of {path} failed: {self.last_error}", "error")
-            findings, call_sites, imported = [], [], []
+            findings, call_sites, imported, failed = [], [], [], True
         finally:
             self._busy -= 1
             self._status("busy" if self._busy else "idle")
         seconds = time.perf_counter() - started
         self.timings.append((path, seconds))
         del self.timings[:-100]
-        self.callbacks.log(f"analysed {os.path.basename(path)} in {seconds * 1000:.0f} ms")
-        key = self._cache_key(path, text, imported)
-        result = _result(path, version, findings, call_sites, imported, key, seconds)
-        entries = self._cache.setdefault(path, collections.OrderedDict())
-        entries[key] = result
-        while len(entries) > _CACHE_PER_FILE:
-            entries.popitem(last=False)
+        self.analyses += 1
+        self.callbacks.log(f"analysed {os.path.basename(path)} in {seconds * 1000:.0f} ms"
+                           f"{'' if wanted.execute else ' (static: nothing imported)'}")
+        result = _result(path, version, findings, call_sites, imported, key, seconds, wanted)
+        # Only a result whose inputs cannot have changed under it is reused: none from a check
+        # that overlapped a change on disk, failed, or reports a failure that may be transient.
+        if not failed and generation == self._disk_generation and not result.import_failed:
+            self._store(path, key, wanted, result)
         return result
 
-    def _analyse_blocking(self, path: str, text: str, overlays: dict) -> tuple[list, list, list]:
+    def _analyse_blocking(self, path: str, text: str, overlays: dict, execute: bool = True) -> tuple[list, list, list]:
         engine = self.engine
-        if self.settings.trusted:
+        if self.settings.trusted and execute:
             capture = engine.capture(path, text=text, overlays=overlays)
         else:
             capture = engine.capture_static(path, text=text)
-            self._tell_restricted()
+            if not self.settings.trusted:
+                self._tell_restricted()
         sources = SourceCache(dict(overlays, **{path: text}))
         findings = engine.findings([capture], sources)
         call_sites = [c for c in engine.call_sites([capture], sources) if c.path == path]
@@ -395,8 +623,15 @@ class Session:
     def check_workspace(self, progress: Callable[[int, int, str], None], cancelled: threading.Event) -> dict:
         """Analyse every Python file of the workspace folders (blocking; run in a thread).
         Returns {path: DocumentResult}."""
-        files, _ = iter_python_files(self.folders)
-        open_texts = {d.path: d.text for d in self.documents.values()}
+        folders, why = self.workspace_folders()
+        files, skipped = iter_python_files(folders)
+        for skipped_path, why in skipped:  # FIFOs, devices, links leaving the workspace: never read
+            self.callbacks.log(f"{skipped_path}: {why}")
+        self.workspace_note = why if files else (why or "") + \
+            (f" No Python files in {', '.join(folders)}." if folders else "")
+        open_inputs = {d.path: self.input_for(d) for d in list(self.documents.values())}
+        open_texts = {p: i.text for p, i in open_inputs.items()}
+        unsaved = {d.path: d.text for d in list(self.documents.values()) if d.text != d.saved_text}
         results: dict[str, DocumentResult] = {}
         for index, path in enumerate(files):
             if cancelled.is_set():
@@ -406,31 +641,63 @@ class Session:
             text = open_texts.get(path)
             if text is None:
                 try:
-                    with open(path, "rb") as handle:
-                        from ..sourcetext import DecodeError, decode_source
-
-                        text = decode_source(handle.read())
-                except (OSError, DecodeError, SyntaxError):
-                    text = None
+                    limit = self.engine.resolver.for_file(path).max_file_bytes
+                except Exception:  # noqa: BLE001 - an invalid config is reported by the capture below
+                    limit = MAX_READ_BYTES
+                try:
+                    text = decode_source(read_regular_file(path, limit))
+                except (OSError, DecodeError, SyntaxError, ValueError):
+                    text = None  # the capture below says why (too large, not a regular file, ...)
             if text is None:
-                capture = self.engine.capture(path)
+                capture = self.engine.capture(path, execute=False)
                 results[path] = _result(path, None, self.engine.findings([capture]), [], [], (), 0.0)
                 continue
-            overlays = {p: t for p, t in open_texts.items() if p != path}
+            # The same rule as for an open file: unsaved buffers are never run unless opted in.
+            wanted = open_inputs.get(path) or analysis_input(
+                text, text, {p: t for p, t in unsaved.items() if p != path}, self.settings)
             try:
-                findings, call_sites, imported = self._analyse_blocking(path, text, overlays)
+                findings, call_sites, imported = self._analyse_blocking(path, wanted.text, dict(wanted.overlays),
+                                                                        wanted.execute)
             except WorkerFailure as failure:
                 self.callbacks.log(f"{path}: {failure.message}", "error")
                 continue
-            results[path] = _result(path, None, findings, call_sites, imported, (), 0.0)
+            results[path] = _result(path, None, findings, call_sites, imported, (), 0.0, wanted)
+            self._note_run_level_threadsafe(results[path])
         self.workspace_results.update(results)
         return results
 
+    def workspace_folders(self) -> tuple[list, Optional[str]]:
+        """The folders Check Workspace walks, and why they are these when the client sent none."""
+        if self.folders:
+            return list(self.folders), None
+        around = sorted({os.path.dirname(d.path) for d in self.documents.values()})
+        why = ("The editor sent no workspace folder (it found no project root such as pyproject.toml "
+               "or .git above your file).")
+        if around:
+            return around, why + f" Checked the folders of the open files instead: {', '.join(around)}."
+        return [], why + " Open a file of the project, or open its folder, and check again."
+
+    def _note_run_level_threadsafe(self, result: DocumentResult) -> None:
+        if result.run_notes:
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._note_run_level, result)
+
     # -- status ----------------------------------------------------------
+    def workspace_check_started(self) -> None:
+        self._workspace_checks += 1
+        self._status(self._state)
+
+    def workspace_check_ended(self) -> None:
+        self._workspace_checks = max(0, self._workspace_checks - 1)
+        self._status(self._state)
+
     def _status(self, state: str) -> None:
         self._state = state
         if not self._announced:
             return
+        if state == "idle" and self._workspace_checks:
+            state = "busy"  # Check Workspace runs outside the per-document checks
         hello = self.engine.hello if self.engine else {}
         try:
             targets = list(self.settings.targets or self._resolver().for_directory(
@@ -440,19 +707,24 @@ class Session:
         self.callbacks.status({
             "state": state, "targets": targets, "torch": hello.get("torch"),
             "python": hello.get("executable") or self.settings.python, "trusted": self.settings.trusted,
-            "lastError": self.last_error, "message": None,
+            "lastError": self.last_error, "message": self.workspace_note if self._workspace_checks else None,
+            "notes": list(self.run_notes), "trigger": self.settings.trigger,
+            "executeUnsaved": self.settings.execute_unsaved, "workspaceChecks": self._workspace_checks,
         })
 
 
 def _result(path: str, version, findings: list, call_sites: list, imported: list, key: tuple,
-            seconds: float) -> DocumentResult:
+            seconds: float, wanted: Optional[AnalysisInput] = None) -> DocumentResult:
+    findings, notes = split_run_notes(findings)
     own = [f for f in findings if os.path.abspath(f.abs_path or path) == path]
     foreign: dict[str, list] = {}
     for finding in findings:
         where = os.path.abspath(finding.abs_path or path)
         if where != path:
             foreign.setdefault(where, []).append(finding)
-    return DocumentResult(path, version, own, call_sites, imported, key, seconds, foreign=foreign)
+    dependencies = sorted({os.path.abspath(p) for p in imported} - {path})
+    return DocumentResult(path, version, own, call_sites, dependencies, key, seconds, foreign=foreign,
+                          input=wanted, run_notes=notes)
 
 
 def path_uri(path: str) -> str:

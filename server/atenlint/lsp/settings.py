@@ -23,6 +23,9 @@ class EditorSettings:
     timeout: Optional[float] = None
     workers: int = 1
     trusted: bool = True  # a generic client's user configured the server deliberately
+    # Import and run unsaved buffers (the editor's text) instead of the saved files: off by
+    # default, because importing a module runs its top-level code, keystroke by keystroke.
+    execute_unsaved: bool = False
     python: str = sys.executable
     memory_limit_mb: int = 0  # 0: a share of physical memory
     problems: tuple = ()  # settings we could not use, with why (shown to the user once)
@@ -78,6 +81,8 @@ def _one(key: str, value: Any) -> dict:
         return {"workers": max(1, int(value))}
     if key == "trusted":
         return {"trusted": bool(value)}
+    if key in ("executeUnsaved", "runUnsavedCode"):
+        return {"execute_unsaved": bool(value)}
     if key == "memoryLimitMb":
         return {"memory_limit_mb": max(256, int(value))}
     if key in ("python", "interpreter"):

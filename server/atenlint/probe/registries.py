@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 PACKAGES = ("torch", "onnx", "onnxscript", "coremltools", "executorch")
-FORMAT = 2
+FORMAT = 4
 
 
 def versions() -> dict:
@@ -196,10 +196,18 @@ def coreml() -> dict:
         return {"available": False, "reason": "coremltools is not installed"}
     from coremltools.converters.mil.frontend.torch.torch_op_registry import _TORCH_OPS_REGISTRY
 
+    try:  # the frontend looks a node up by its sanitised kind (`aten::__and__` -> `and`)
+        from coremltools.converters.mil.frontend.torch.utils import sanitize_op_kind
+    except ImportError:
+        def sanitize_op_kind(kind: str) -> str:
+            return kind
+
     names = sorted({_name(op).split(".")[0] for op in _aten_overloads()})
-    supported = [name for name in names if _TORCH_OPS_REGISTRY.get_func(name) is not None]
+    supported = [name for name in names if _TORCH_OPS_REGISTRY.get_func(sanitize_op_kind(name)) is not None]
+    # Library ops it translates under their own namespace (`torchvision::nms`).
+    library = sorted(k for k in _TORCH_OPS_REGISTRY.name_to_func_mapping if "::" in k and not k.startswith("aten::"))
     return {"available": True, "version": version, "registered": len(_TORCH_OPS_REGISTRY.name_to_func_mapping),
-            "ops": supported}
+            "ops": supported, "library_ops": library}
 
 
 def tables_in_subprocess(timeout: float = 280.0) -> dict:

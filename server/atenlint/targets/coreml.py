@@ -14,16 +14,23 @@ class CoreMLTarget:
     name = "coreml"
     description = "Core ML through coremltools.convert"
     device = "cpu"
-    tree_view = "dispatch"
+    # coremltools' default PyTorch frontend converts a torch.jit.trace graph: judged on the
+    # names that trace records (capture/graphs.py), not on what the dispatcher later runs.
+    tree_view = "jit"
 
     def __init__(self, data: dict, torch_version: str):
         self.data = data
         self.available = bool(data.get("available"))
-        self.ops = set(data.get("ops", ()))
+        self.ops = set(data.get("ops", ())) | set(data.get("library_ops", ()))
         self.torch_version = torch_version
 
     def _supported(self, op: str) -> bool:
-        return base_name(op) in self.ops
+        name = base_name(op)
+        if name in self.ops:
+            return True
+        namespace, _, short = name.partition("::")
+        # coremltools spells some library ops both ways (`torchvision::nms`, `torchvision_nms`).
+        return namespace not in ("aten", "") and f"{namespace}_{short}" in self.ops
 
     def problems(self, tree: dict, phases: tuple) -> list[Problem]:
         if not self.available or eval_only(phases):

@@ -9,6 +9,7 @@ from .walk import eval_only, unsupported
 
 NOT_CORE = "not-core"
 NO_PORTABLE = "no-portable-kernel"
+CUSTOM = "custom-op"  # a library's own op (torchvision::nms): to_edge keeps it, the runtime needs a kernel
 
 
 class CoreAtenTarget:
@@ -29,13 +30,14 @@ class CoreAtenTarget:
                             if self.wants_executorch else "the core ATen opset after torch.export decomposition")
 
     def _supported(self, op: str) -> bool:
-        return op in self.allowed or not op.startswith("aten::")  # other namespaces: custom ops, not judged
+        return op in self.allowed or not op.startswith("aten::")  # other namespaces: judged apart (CUSTOM)
 
     def problems(self, tree: dict, phases: tuple) -> list[Problem]:
         if eval_only(phases):
             return []
         found = [Problem(op, NOT_CORE)
                  for op in unsupported(tree, self._supported, lambda node: node.get("via") == "default")]
+        found += [Problem(op, CUSTOM) for op in _custom_ops(tree)]
         if self.no_portable:
             found += [Problem(op, NO_PORTABLE) for op in _leaves_in(tree, self.allowed) if op in self.no_portable]
         return found
@@ -43,6 +45,13 @@ class CoreAtenTarget:
     def verdict(self, problems: list[Problem]) -> Verdict:
         not_core = [p.op for p in problems if p.kind == NOT_CORE]
         no_portable = [p.op for p in problems if p.kind == NO_PORTABLE]
+        custom = [p.op for p in problems if p.kind == CUSTOM]
+        if custom and not not_core:
+            runtime = "ExecuTorch" if self.wants_executorch else "a core-ATen runtime"
+            return Verdict("warning", "ET003" if self.wants_executorch else "CORE003",
+                           f"reaches {join_ops(custom)}, a library's own operator, not core ATen: to_edge keeps it, "
+                           f"but {runtime} has no kernel for it unless you register one (a custom kernel library) "
+                           f"or a delegate (XNNPACK, Core ML, ...) takes it")
         if not_core:
             if self.wants_executorch:
                 where = (f"ExecuTorch {self.executorch['version']}'s to_edge rejects it" if self.executorch
@@ -71,6 +80,24 @@ class CoreAtenTarget:
             data["executorch"] = (f"{self.executorch['version']}: verifier exceptions and portable kernels"
                                   if self.executorch else "not installed: core ATen only")
         return {"target": self.name, "available": True, "description": self.description, "data": data}
+
+
+def _custom_ops(tree: dict) -> list[str]:
+    """Ops of other namespaces than aten that export keeps (a library's `torch.library` ops)."""
+    out: list[str] = []
+
+    def visit(node: dict) -> None:
+        namespace = node["op"].partition("::")[0]
+        if namespace not in ("aten", "prim", "") and "::" in node["op"]:
+            if node["op"] not in out:
+                out.append(node["op"])
+            return
+        for child in node.get("calls") or ():
+            if node.get("via") == "default":
+                visit(child)
+
+    visit(tree)
+    return out
 
 
 def _leaves_in(tree: dict, allowed: set) -> list[str]:

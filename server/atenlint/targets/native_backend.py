@@ -32,6 +32,7 @@ class NativeBackend:
         self.key = key
         self.extra_kernels = frozenset(extra_kernels)
         self.forced = frozenset(forced)
+        self._library_cpu: dict[str, bool] = {}
 
     def has_own_kernel(self, name: str) -> bool:
         return name in self.extra_kernels or self.table.has_kernel(name, self.key)
@@ -49,6 +50,10 @@ class NativeBackend:
         entry = self.table.get(name)
         calls = node.get("calls")
         if entry is None:
+            library = node.get("library")
+            if library is not None and not name.startswith("aten::"):
+                self._visit_library(name, library, gaps)
+                return
             # Not an aten overload of this torch (a TorchScript builtin, another namespace).
             if calls:
                 for child in calls:
@@ -75,7 +80,25 @@ class NativeBackend:
             return
         _add(gaps.missing, name)
 
+    def _visit_library(self, name: str, library: dict, gaps: BackendGaps) -> None:
+        """A library's own op (`torchvision::nms`), judged by the kernels the installed
+        library registered per dispatch key. A build for another platform than the
+        backend's (a Linux torchvision has no MPS kernels; macOS builds may) cannot tell."""
+        kernels = set(library.get("kernels") or ())
+        if self.key in kernels or kernels & {"CompositeImplicitAutograd", "CompositeExplicitAutograd"}:
+            return
+        if self.key == "MPS" and library.get("platform") != "darwin":
+            gaps.unknown = True
+            return
+        if self.key == "CUDA" and not library.get("cuda_build", True):
+            gaps.unknown = True
+            return
+        _add(gaps.missing, name)
+        self._library_cpu[name] = "CPU" in kernels
+
     def runs_on_cpu(self, name: str) -> bool:
+        if name in self._library_cpu:
+            return self._library_cpu[name]
         entry = self.table.get(name)
         if entry is None:
             return False

@@ -27,7 +27,11 @@ class OnnxTarget:
         self.exporter = exporter
         self.exporter_chosen_by = exporter_chosen_by
         self.opset = opset or torchscript.get("default_opset") or dynamo.get("default_opset") or 18
-        self.tree_view = "dispatch" if exporter == "torchscript" else "export"
+        # Each exporter is judged on the graph it converts: the TorchScript one on its own
+        # front end's trace (`unconvertible_ops`), the dynamo one on torch.export after its
+        # own decomposition table (capture/graphs.py).
+        self.tree_view = "onnx-jit" if exporter == "torchscript" else "onnx-export"
+        self._library_first: dict[str, int] = {}
         if exporter == "torchscript":
             self._first = {name: opsets[0] for name, opsets in torchscript.get("ops", {}).items()}
         else:
@@ -57,11 +61,26 @@ class OnnxTarget:
     def problems(self, tree: dict, phases: tuple) -> list[Problem]:
         if not self.available or eval_only(phases):
             return []
+        library = tree.get("library")
+        if library is not None and self.exporter == "torchscript":
+            return self._library_problems(tree["op"], library)
         found = []
         for op in unsupported(tree, self._supported, self._descend):
             kind = OPSET if self._first.get(self._key(op)) is not None else UNSUPPORTED
             found.append(Problem(self._key(op) if self.exporter == "torchscript" else op, kind))
         return found
+
+    def _library_problems(self, op: str, library: dict) -> list[Problem]:
+        """A library's own op (`torchvision::roi_align`): the symbolics that library
+        registered with the exporter when it was imported, asked in the worker."""
+        opsets = library.get("onnx_opsets")
+        if opsets is None:
+            return []  # the registry could not be asked: not judged
+        name = base_name(op)
+        if opsets:
+            self._library_first[name] = min(opsets)
+            return [] if min(opsets) <= self.opset else [Problem(name, OPSET)]
+        return [Problem(name, UNSUPPORTED)]
 
     def _descend(self, node: dict) -> bool:
         # The TorchScript exporter converts the traced graph, where torch.jit.trace records
@@ -69,8 +88,14 @@ class OnnxTarget:
         # decomposes into. The dynamo exporter decomposes an op it lacks by either table.
         return self.exporter != "torchscript"
 
+    def implemented_overloads(self) -> list[str]:
+        """The overloads the dynamo exporter's registry implements at this target's opset."""
+        if self.exporter == "torchscript":
+            return []
+        return [op for op, first in self._first.items() if first <= self.registry_opset]
+
     def first_opset(self, op: str):
-        return self._first.get(self._key(op))
+        return self._first.get(self._key(op), self._library_first.get(base_name(op)))
 
     def verdict(self, problems: list[Problem]) -> Verdict:
         exporter = ("the TorchScript-based ONNX exporter (dynamo=False)" if self.exporter == "torchscript"

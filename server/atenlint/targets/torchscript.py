@@ -30,7 +30,9 @@ class TorchScriptTarget:
     name = "torchscript"
     description = "torch.jit.script"
     device = "cpu"
-    tree_view = "dispatch"
+    # Not a call tree: the capture always asks torch.jit.script itself, even for a class
+    # it traced, and the verdict is per class (class_results).
+    tree_view = "script"
 
     def __init__(self, torch_version: str):
         self.torch_version = torch_version

@@ -12,17 +12,42 @@ import json
 import os
 import queue
 import signal
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import atenlint
 
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(atenlint.__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(atenlint.__file__))
 _HELLO_TIMEOUT = 180.0
+# Started with `python -I -u -c` (no PYTHON* variables, no user site, neither the working
+# folder nor a script folder on sys.path) from the worker's own temporary folder; atenlint
+# is loaded from this installation's files without putting their folder on sys.path, so
+# sys.path holds only the interpreter's standard library and site-packages (torch) until
+# an analysis appends the project's roots after them.
+_BOOTSTRAP = """\
+import sys, importlib.util
+spec = importlib.util.spec_from_file_location("atenlint", sys.argv[1], submodule_search_locations=[sys.argv[2]])
+module = importlib.util.module_from_spec(spec)
+sys.modules["atenlint"] = module
+spec.loader.exec_module(module)
+from atenlint.worker.main import main
+sys.exit(main(sys.argv[3:]))
+"""
+# Caches that libraries write on their own go to the run folder, where writes are allowed.
+_CACHE_VARIABLES = {"TMPDIR": "", "TEMP": "", "TMP": "", "MPLCONFIGDIR": "matplotlib",
+                    "TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton",
+                    "CUDA_CACHE_PATH": "cuda"}
+
+
+def sandbox_default() -> bool:
+    """The sandbox is on unless ATENLINT_SANDBOX is 0/off/false/no (or --no-sandbox)."""
+    return os.environ.get("ATENLINT_SANDBOX", "on").strip().lower() not in ("0", "off", "false", "no")
 
 
 class WorkerFailure(Exception):
@@ -48,6 +73,10 @@ class WorkerSettings:
     python: str = sys.executable
     memory_limit_mb: int = 0  # 0: a share of physical memory
     extra_env: Optional[dict] = None
+    sandbox: bool = field(default_factory=sandbox_default)  # off: analysed code may spawn, connect, write
+    # A worker whose memory grew this much over its size after the first analysis is
+    # replaced once it answers (what no state reset frees: allocator arenas, C++ caches).
+    recycle_growth: float = 0.5
 
 
 def _default_memory_limit_mb(workers: int) -> int:
@@ -86,21 +115,35 @@ class Worker:
         self._replies: "queue.Queue[Optional[str]]" = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=200)
         self._ids = itertools.count(1)
+        self.run_dir: Optional[str] = None
+        self.recycle_reason: Optional[str] = None
+        self.base_rss_mb: Optional[float] = None
 
     # -- lifecycle -------------------------------------------------------
+    def command(self, run_dir: str) -> list[str]:
+        return [self.settings.python, "-I", "-u", "-c", _BOOTSTRAP, os.path.join(_PACKAGE_DIR, "__init__.py"),
+                _PACKAGE_DIR, run_dir, "sandbox" if self.settings.sandbox else "no-sandbox"]
+
     def start(self) -> dict:
+        self._remove_run_dir()
+        self.run_dir = os.path.realpath(tempfile.mkdtemp(prefix="atenlint-worker-"))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
-        env["PYTHONUNBUFFERED"] = "1"
+        for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH"):
+            env.pop(name, None)  # -I ignores them; a foreign interpreter might not
+        for name, sub in _CACHE_VARIABLES.items():
+            env[name] = os.path.join(self.run_dir, sub) if sub else self.run_dir
         env.update(self.settings.extra_env or {})
+        self.recycle_reason = None
+        self.base_rss_mb = None
         started = time.perf_counter()
         try:
             self.process = subprocess.Popen(
-                [self.settings.python, "-m", "atenlint.worker.main"],
+                self.command(self.run_dir), cwd=self.run_dir,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=env, start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1,
             )
         except OSError as error:
+            self._remove_run_dir()
             raise WorkerFailure("start", f"cannot start {self.settings.python}: {error}") from None
         # Fresh channels per process, so a dead predecessor's end-of-file is never read as ours.
         self._replies = queue.Queue()
@@ -131,6 +174,12 @@ class Worker:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        self._remove_run_dir()
+
+    def _remove_run_dir(self) -> None:
+        if self.run_dir and os.path.isdir(self.run_dir):
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.run_dir = None
 
     def close(self) -> None:
         if self.alive:
@@ -165,12 +214,28 @@ class Worker:
                 continue
             if line is None:
                 raise self._death()
-            reply = json.loads(line)
-            if reply.get("id") != request_id:
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                continue  # not ours: the protocol channel carries only JSON lines
+            if not isinstance(reply, dict) or reply.get("id") != request_id:
                 continue
             if "error" in reply:
-                raise RequestError(reply["error"])
-            return reply["result"]
+                raise RequestError(reply["error"] if isinstance(reply["error"], dict) else {"message": str(reply)})
+            if reply.get("recycle"):
+                self.recycle_reason = str(reply["recycle"])
+            elif method in ("analyse", "static"):
+                self._check_growth()
+            return reply.get("result")
+
+    def _check_growth(self) -> None:
+        rss = _rss_mb(self.process.pid) if self.process else None
+        if rss is None:
+            return
+        if self.base_rss_mb is None:
+            self.base_rss_mb = rss
+        elif rss > self.base_rss_mb * (1 + self.settings.recycle_growth):
+            self.recycle_reason = f"its memory grew from {self.base_rss_mb:.0f} MB to {rss:.0f} MB"
 
     def _check_memory(self) -> None:
         rss = _rss_mb(self.process.pid) if self.process else None
@@ -223,6 +288,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self.hello: dict = {}
         self.restarts = 0
+        self.recycled = 0
         for _ in range(self.size):
             self._idle.put(Worker(self.settings, log, limit))
 
@@ -269,6 +335,15 @@ class WorkerPool:
             self._ensure_started(worker)
             return worker.request(method, params, timeout)
         finally:
+            if worker.recycle_reason:
+                # State the last file left behind that could not be reset: a fresh worker
+                # for the next file (started on its first request).
+                self.log(f"recycling worker {worker.process.pid if worker.process else '?'}: "
+                         f"{worker.recycle_reason}")
+                self.recycled += 1
+                worker.recycle_reason = None
+                worker.kill()
+                worker.process = None
             self._idle.put(worker)
 
     @property

@@ -1,0 +1,189 @@
+"""Capture cost of the export targets against each toolchain's own front end, same classes,
+same run.
+
+Per target, `atenlint check --target T --jobs 1` on a generated package whose classes carry
+`# atenlint: inputs=...` is timed against a fresh interpreter that imports torch and the
+same files, builds each class and runs what the toolchain itself runs first:
+
+- onnx:N (TorchScript exporter) and coreml: `torch.jit.trace(model, inputs)`;
+- executorch: `torch.export.export(model, inputs).run_decompositions()`;
+- onnx:18 with the dynamo exporter: `torch.export.export(model, inputs)` (the exporter's own
+  decomposition then runs on that program).
+
+Goal (issue 10): atenlint <= 1.15 x front end + 50 ms per class.
+
+Also: the workspace scan of the 40-file package of `bench_check.py` (classes without
+inputs, default target) against the raw capture of the same classes (`torch.jit.script`
+on meta, as `bench_check.py`'s baseline) split over both cores in two interpreters.
+Goal: <= 1.3 x.
+
+    python benchmarks/bench_targets.py [--files 40] [--repeat 1] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from bench_check import ATENLINT, BASELINE, LAYERS, REPO  # noqa: E402
+
+INPUTS = "torch.randn(1, 16, 16, 16)"
+
+FRONT_END = textwrap.dedent("""
+    import importlib.util, inspect, os, sys, warnings
+    warnings.simplefilter("ignore")
+    import torch
+    mode, roots = sys.argv[1], sys.argv[2:]
+    count = 0
+    for root in roots:
+        for path in sorted(os.path.join(root, f) for f in os.listdir(root) if f.endswith(".py")):
+            name = "bench_" + str(abs(hash(path)))
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if issubclass(cls, torch.nn.Module) and cls.__module__ == name:
+                    model = cls().eval()
+                    inputs = (%s,)
+                    with torch.no_grad():
+                        if mode == "trace":
+                            torch.jit.trace(model, inputs, check_trace=False)
+                        elif mode == "export":
+                            torch.export.export(model, inputs)
+                        else:
+                            torch.export.export(model, inputs).run_decompositions()
+                    count += 1
+    print(count)
+""" % INPUTS)
+
+TARGETS = {  # target -> (front end mode, onnx exporter)
+    "onnx:17": ("trace", "torchscript"),
+    "coreml": ("trace", "torchscript"),
+    "executorch": ("export+decompose", "torchscript"),
+    "onnx:18": ("export", "dynamo"),
+}
+
+
+def generate_traced_workspace(root: str, files: int, seed: int = 0) -> None:
+    """bench_check's layer mix, each class with example inputs on its class line."""
+    import random
+
+    rng = random.Random(seed)
+    for index in range(files):
+        chosen = [rng.choice(LAYERS) for _ in range(rng.randint(4, 9))]
+        init_lines, forward_lines = [], []
+        for position, (layer, call) in enumerate(chosen):
+            name = f"layer{position}"
+            if layer:
+                init_lines.append(f"        self.{name} = {layer.format(c=16)}")
+            forward_lines.append("        " + call.format(n=name))
+        body = "\n".join(init_lines) or "        pass"
+        source = (f"import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                  f"class Model{index}(nn.Module):  # atenlint: inputs={INPUTS}\n"
+                  f"    def __init__(self):\n        super().__init__()\n{body}\n\n"
+                  f"    def forward(self, x):\n" + "\n".join(forward_lines) + "\n        return x\n")
+        with open(os.path.join(root, f"model_{index:02d}.py"), "w", encoding="utf-8") as handle:
+            handle.write(source)
+
+
+def timed(command: list, env: dict) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600, cwd=REPO)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{command[:4]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return elapsed
+
+
+def parallel(commands: list, env: dict) -> float:
+    started = time.perf_counter()
+    running = [subprocess.Popen(c, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+               for c in commands]
+    for process in running:
+        process.wait(timeout=3600)
+    return time.perf_counter() - started
+
+
+def config_for(scratch: str, exporter: str) -> str:
+    path = os.path.join(scratch, f"pyproject-{exporter}.toml")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f'[tool.atenlint]\nonnx-exporter = "{exporter}"\n')
+    return path
+
+
+def measure_targets(root: str, classes: int, repeat: int, env: dict, scratch: str) -> dict:
+    out = {}
+    for target, (mode, exporter) in TARGETS.items():
+        command = ATENLINT + ["check", root, "--target", target, "--format", "json", "--jobs", "1",
+                              "--config", config_for(scratch, exporter)]
+        timed(command, env)  # fills the table cache for this target
+        front = statistics.median(timed([sys.executable, "-c", FRONT_END, mode, root], env) for _ in range(repeat))
+        ours = statistics.median(timed(command, env) for _ in range(repeat))
+        budget = 1.15 * front + 0.05 * classes
+        out[target] = {"front_end": mode, "front_end_s": front, "atenlint_s": ours, "ratio": ours / front,
+                       "goal_s": budget, "meets_goal": ours <= budget}
+    return out
+
+
+def measure_scan(root: str, files: int, repeat: int, env: dict) -> dict:
+    names = sorted(os.listdir(root))
+    halves = [f"{root}-half0", f"{root}-half1"]  # beside the package, not in it
+    for index, half in enumerate(halves):
+        os.makedirs(half)
+        for name in names[index::2]:
+            os.link(os.path.join(root, name), os.path.join(half, name))
+    command = ATENLINT + ["check", *[os.path.join(root, n) for n in names], "--format", "json", "--jobs", "2"]
+    timed(command, env)
+    raw = statistics.median(parallel([[sys.executable, "-c", BASELINE, h] for h in halves], env)
+                            for _ in range(repeat))
+    ours = statistics.median(timed(command, env) for _ in range(repeat))
+    return {"files": files, "raw_capture_two_cores_s": raw, "atenlint_s": ours, "ratio": ours / raw,
+            "meets_goal": ours <= 1.3 * raw}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=40)
+    parser.add_argument("--traced-files", type=int, default=10, help="files of the per-target comparison")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    from bench_check import generate_workspace
+
+    results: dict = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        env = dict(os.environ, ATENLINT_CACHE_DIR=os.path.join(scratch, "cache"), PYTHONWARNINGS="ignore")
+        traced = os.path.join(scratch, "traced")
+        os.makedirs(traced)
+        generate_traced_workspace(traced, args.traced_files)
+        results["targets"] = measure_targets(traced, args.traced_files, args.repeat, env, scratch)
+        generated = os.path.join(scratch, "generated")
+        os.makedirs(generated)
+        generate_workspace(generated, args.files)
+        results["scan"] = measure_scan(generated, args.files, args.repeat, env)
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        print()
+        return 0
+    for target, row in results["targets"].items():
+        print(f"{target}: atenlint {row['atenlint_s']:.2f}s vs {row['front_end']} {row['front_end_s']:.2f}s "
+              f"(ratio {row['ratio']:.2f}; goal {row['goal_s']:.2f}s: {'met' if row['meets_goal'] else 'NOT met'})")
+    scan = results["scan"]
+    print(f"scan of {scan['files']} files: atenlint {scan['atenlint_s']:.2f}s vs raw capture on two cores "
+          f"{scan['raw_capture_two_cores_s']:.2f}s (ratio {scan['ratio']:.2f}; goal 1.3: "
+          f"{'met' if scan['meets_goal'] else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

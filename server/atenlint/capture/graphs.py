@@ -1,0 +1,445 @@
+"""The graph each export toolchain itself consumes, produced by that toolchain's own front
+end, on fake tensors (no memory, whatever the parameter count).
+
+A device backend (MPS, CUDA) sees the dispatcher, which `trace.py` records. A toolchain
+that converts a *graph* sees something else, and judging it on dispatcher-level names
+is wrong both ways (`nn.Linear` on a 3-D input reaches `_unsafe_view` at the
+dispatcher, but the TorchScript ONNX exporter converts `aten::linear`):
+
+- view "jit": `torch.jit.trace`'s graph, inlined — what coremltools' TorchScript
+  frontend converts;
+- view "onnx-jit": the same trace after the TorchScript ONNX exporter's own front end
+  (`torch.onnx` `unconvertible_ops`: inline, in-place ops made functional, dead nodes —
+  random parameters frozen into constants — removed);
+- view "export": `torch.export.export(...).run_decompositions()` with the core-ATen
+  table, in eval mode — what ExecuTorch's `to_edge` and Torch-TensorRT see;
+- view "onnx-export": `torch.export` then the dynamo ONNX exporter's decomposition table
+  (every op its registry implements is kept).
+
+Every node is located through the positions the graph itself records: a traced node's
+`sourceRange()` (the Python stack, file and line per frame) and an FX node's
+`meta["stack_trace"]`, plus the names the graph keeps (`scopeName()`, `torch_fn`,
+`nn_module_stack`) so the parent can pick the right expression on a line.
+
+Runs inside the worker: standard library and torch only (torch.onnx is part of torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+import torch
+
+from .decompose import canonical_name
+from .paths import is_library_file
+from .script import Site
+
+VIEW_JIT = "jit"
+VIEW_ONNX_JIT = "onnx-jit"
+VIEW_EXPORT = "export"
+VIEW_ONNX_EXPORT = "onnx-export"
+JIT_VIEWS = (VIEW_JIT, VIEW_ONNX_JIT)
+EXPORT_VIEWS = (VIEW_EXPORT, VIEW_ONNX_EXPORT)
+GRAPH_VIEWS = JIT_VIEWS + EXPORT_VIEWS
+
+_ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# Frames that are torch's own machinery, never "where the op is called".
+_PLUMBING = tuple(os.path.join(_TORCH_DIR, p) for p in (
+    "nn/modules/module.py", "_jit_internal.py", "jit/", "_dynamo/", "_export/", "export/", "fx/", "_ops.py",
+    "utils/_contextlib.py", "_library/", "_subclasses/", "overrides.py", "onnx/", "_functorch/",
+    "utils/_python_dispatch.py", "_compile.py"))
+# The frames that start a capture: everything outside them is the caller, not the model.
+_ENTRY = (_ATENLINT_DIR, os.path.join(_TORCH_DIR, "jit/"), os.path.join(_TORCH_DIR, "export/"),
+          os.path.join(_TORCH_DIR, "onnx/"))
+_JIT_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
+_FX_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+), in (?P<func>.+)$')
+_NOT_OPS = ("prim::", "onnx::", "profiler::")
+# Runtime checks export records and both consumers erase before converting (the dynamo
+# ONNX exporter's `remove_assertion_nodes`, ExecuTorch's RemoveGraphAssertsPass).
+_EXPORT_ASSERTIONS = frozenset({
+    "aten::_assert_async", "aten::_assert_async.msg", "aten::_assert_scalar", "aten::_assert_tensor_metadata",
+    "aten::sym_constrain_range", "aten::sym_constrain_range_for_size", "aten::_functional_assert_async.msg",
+    "aten::_functional_assert_scalar", "aten::_functional_sym_constrain_range",
+    "aten::_functional_sym_constrain_range_for_size"})
+
+
+class GraphFailure(Exception):
+    """The toolchain's front end could not capture the class (the real one would not either,
+    or a gap of fake tensors): the caller falls back to another capture for that view."""
+
+    def __init__(self, view: str, message: str, site: Optional[Site] = None):
+        super().__init__(message)
+        self.view = view
+        self.message = message
+        self.site = site
+
+    def as_json(self) -> dict:
+        return {"view": self.view, "message": self.message, "site": self.site.as_json() if self.site else None}
+
+
+@dataclass
+class GraphOp:
+    """One op node of a toolchain's graph, with the source sites of the call that made it."""
+
+    op: str  # jit views: the node kind (`aten::linear`); export views: the overload (`aten::add.Tensor`)
+    view: str
+    sites: tuple  # Site, outermost first (user frames and the library frames leading to the op)
+    library: dict = field(default_factory=dict)  # non-aten ops: the registrations the library made
+
+
+# -- fake CPU tensors ------------------------------------------------------------------
+
+def _fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+
+
+def _to_fake(mode: Any, value: Any, device: str) -> Any:
+    if isinstance(value, torch.nn.Parameter):
+        return torch.nn.Parameter(_to_fake(mode, value.data, device), requires_grad=value.requires_grad)
+    if isinstance(value, torch.Tensor):
+        if value.is_sparse or value.layout != torch.strided:
+            return value
+        with mode:
+            return torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device=device)
+    if isinstance(value, tuple):
+        return tuple(_to_fake(mode, v, device) for v in value)
+    if isinstance(value, list):
+        return [_to_fake(mode, v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_fake(mode, v, device) for k, v in value.items()}
+    return value
+
+
+@contextlib.contextmanager
+def on_fake_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:
+    """The module's parameters, buffers and plain tensor attributes swapped for fake CPU
+    tensors of the same shapes (restored afterwards), and the inputs made fake CPU too.
+
+    CPU, not meta: the real exporters run on CPU tensors, and library code decides by
+    device (MultiheadAttention takes its `_native_multi_head_attention` fast path on CPU
+    under no_grad, which the TorchScript ONNX exporter cannot export); tensors `forward`
+    makes with `device="cpu"` mix with them as they would for real."""
+    mode = _fake_mode()
+    saved: list[tuple[dict, str, Any]] = []
+    try:
+        for module in instance.modules():
+            for store in (module._parameters, module._buffers):
+                for name, value in list(store.items()):
+                    if isinstance(value, torch.Tensor):
+                        saved.append((store, name, value))
+                        store[name] = _to_fake(mode, value, "cpu")
+            for name, value in list(vars(module).items()):
+                if isinstance(value, torch.Tensor) and not name.startswith("_"):
+                    saved.append((vars(module), name, value))
+                    vars(module)[name] = _to_fake(mode, value, "cpu")
+        yield mode, _to_fake(mode, args, "cpu"), _to_fake(mode, kwargs, "cpu")
+    finally:
+        for store, name, value in reversed(saved):
+            store[name] = value
+
+
+# -- sites -------------------------------------------------------------------------------
+
+def _is_plumbing(path: str) -> bool:
+    return path.startswith(_PLUMBING) or path.startswith(_ATENLINT_DIR)
+
+
+def _frames_to_sites(frames: list[tuple[str, int, str]], hints: tuple[str, ...]) -> tuple:
+    """Frames innermost first -> sites outermost first, from the model's entry down to the
+    op; the innermost user frame carries `hints` (names the op's call may have on its line)
+    and the name of the library function it called."""
+    kept: list[tuple[str, int, str]] = []
+    for path, line, func in frames:
+        if path.startswith(_ENTRY) and kept and not is_library_file(kept[-1][0]):
+            break  # the capture's own caller: outside the model
+        if _is_plumbing(path) or path.startswith("<"):
+            continue
+        kept.append((path, line, func))
+    sites = []
+    inner_library: Optional[str] = None
+    hinted = False
+    for path, line, func in kept:  # innermost first
+        library = is_library_file(path)
+        names: tuple = ()
+        if not library and not hinted:
+            names = tuple(dict.fromkeys(n for n in (*hints, inner_library) if n))
+            hinted = True
+        if library:
+            inner_library = func.strip()
+        sites.append(Site(path, line, -1, 1, None, hint=names))
+    return tuple(reversed(sites))
+
+
+def _jit_frames(node: Any) -> list[tuple[str, int, str]]:
+    try:
+        text = str(node.sourceRange())
+    except Exception:  # noqa: BLE001 - a node without a range
+        return []
+    frames = []
+    for entry in text.splitlines():
+        match = _JIT_FRAME.match(entry.strip())
+        if match:
+            frames.append((match["file"], int(match["line"]), match["func"]))
+    return frames
+
+
+def _fx_frames(node: Any) -> list[tuple[str, int, str]]:
+    text = node.meta.get("stack_trace") or ""
+    frames = [(m["file"], int(m["line"]), m["func"]) for m in map(_FX_FRAME.match, text.splitlines()) if m]
+    return list(reversed(frames))  # FX keeps them outermost first
+
+
+def _base(op: str) -> str:
+    return op.partition("::")[2].split(".", 1)[0] if "::" in op else op
+
+
+def _jit_hints(node: Any, op: str) -> tuple[str, ...]:
+    scope = ""
+    try:
+        scope = node.scopeName()
+    except Exception:  # noqa: BLE001
+        pass
+    attribute = scope.rsplit(".", 1)[-1] if scope and "." in scope else ""
+    return tuple(n for n in (_base(op), attribute) if n)
+
+
+def _fx_hints(node: Any, op: str) -> tuple[str, ...]:
+    names = [_base(op)]
+    torch_fn = node.meta.get("torch_fn")
+    if isinstance(torch_fn, tuple) and len(torch_fn) == 2:
+        names.append(str(torch_fn[1]).rsplit(".", 1)[-1])
+    stack = node.meta.get("nn_module_stack") or {}
+    if stack:
+        path = list(stack.values())[-1][0]
+        if isinstance(path, str) and path:
+            names.append(re.split(r"[.\[\]]", path.rstrip("]"))[-1] or path)
+    return tuple(n for n in names if n)
+
+
+# -- library (non-aten) ops --------------------------------------------------------------
+
+_KERNEL_KEYS = ("CPU", "CUDA", "MPS", "Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
+
+
+def library_facts(op: str) -> dict:
+    """What an installed library registered for one of its ops, asked of the dispatcher
+    and of the ONNX symbolic registry in this process (the user's imports ran here, so a
+    library's `register_custom_op_symbolic` calls did too)."""
+    import sys
+
+    name = op.split(".", 1)[0]
+    # The platform the library was built for decides which device kernels it could have.
+    facts: dict[str, Any] = {"kernels": [], "platform": sys.platform, "cuda_build": torch.version.cuda is not None}
+    for key in _KERNEL_KEYS:
+        try:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(name, key):
+                facts["kernels"].append(key)
+        except Exception:  # noqa: BLE001 - not a dispatcher op
+            break
+    try:
+        registration = _onnx_registration()
+        group = registration.registry.get_function_group(name) if registration else None
+        facts["onnx_opsets"] = sorted(int(v) for v in group._functions) if group is not None else []
+    except Exception:  # noqa: BLE001 - the registry's layout changed: unknown
+        facts["onnx_opsets"] = None
+    return facts
+
+
+def _onnx_registration() -> Any:
+    try:
+        from torch.onnx._internal.torchscript_exporter import registration
+    except ImportError:
+        try:
+            from torch.onnx._internal import registration  # type: ignore[no-redef]
+        except ImportError:
+            return None
+    _load_onnx_symbolics()
+    return registration
+
+
+_SYMBOLICS_LOADED = False
+
+
+def _load_onnx_symbolics() -> None:
+    """torch.onnx registers its own symbolics when its opset modules are imported."""
+    global _SYMBOLICS_LOADED
+    if _SYMBOLICS_LOADED:
+        return
+    import importlib
+    import pkgutil
+
+    try:
+        package = importlib.import_module("torch.onnx._internal.torchscript_exporter")
+        for module in pkgutil.iter_modules(package.__path__):
+            if module.name.startswith("symbolic_opset"):
+                importlib.import_module(f"{package.__name__}.{module.name}")
+    except Exception:  # noqa: BLE001 - an older layout
+        pass
+    _SYMBOLICS_LOADED = True
+
+
+# -- the jit views -------------------------------------------------------------------------
+
+def _jit_ops(graph: Any, view: str) -> list[GraphOp]:
+    out = []
+    for node in graph.nodes():
+        _collect_jit(node, view, out)
+    return out
+
+
+def _collect_jit(node: Any, view: str, out: list) -> None:
+    kind = node.kind()
+    if "::" in kind and not kind.startswith(_NOT_OPS):
+        sites = _frames_to_sites(_jit_frames(node), _jit_hints(node, kind))
+        out.append(GraphOp(kind, view, sites, library_facts(kind) if not kind.startswith("aten::") else {}))
+    for block in node.blocks():
+        for inner in block.nodes():
+            _collect_jit(inner, view, out)
+
+
+def jit_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: tuple) -> list[GraphOp]:
+    """The class as `torch.jit.trace` records it in eval mode under no_grad (what
+    coremltools converts and what `torch.onnx.export(dynamo=False)` traces), on fake CPU
+    tensors. Raises GraphFailure when tracing fails."""
+    wanted = [v for v in views if v in JIT_VIEWS]
+    found: list[GraphOp] = []
+    instance.eval()
+    with on_fake_cpu(instance, args, kwargs) as (mode, fake_args, fake_kwargs), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if VIEW_JIT in wanted:
+            try:
+                with torch.no_grad():
+                    traced = torch.jit.trace(instance, fake_args, check_trace=False, strict=False,
+                                             example_kwarg_inputs=fake_kwargs or None) if fake_kwargs else \
+                        torch.jit.trace(instance, fake_args, check_trace=False, strict=False)
+                found += _jit_ops(_coreml_front_end(traced), VIEW_JIT)
+            except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
+                raise GraphFailure(VIEW_JIT, f"torch.jit.trace failed: {_first_line(error)}",
+                                   _user_site_of(error)) from None
+        if VIEW_ONNX_JIT in wanted:
+            found += _onnx_jit_ops(instance, fake_args, fake_kwargs)
+    return found
+
+
+def _coreml_front_end(traced: Any) -> Any:
+    """The graph coremltools' TorchScript frontend converts: the torch passes its
+    `_expand_and_optimize_ir` applies to the traced forward (inline, fork/wait inline,
+    dead-code removal, the fuser canonicalisation that turns `aten::chunk` into
+    `prim::ConstantChunk`, renumbering)."""
+    graph = traced.forward.graph
+    torch._C._jit_pass_inline(graph)
+    for name in ("_jit_pass_inline_fork_wait", "_jit_pass_dce", "_jit_pass_canonicalize_graph_fuser_ops"):
+        passes = getattr(torch._C, name, None)
+        if passes is not None:
+            passes(graph)
+    canonicalize = getattr(torch._C, "_jit_pass_canonicalize", None)
+    return canonicalize(graph) if canonicalize is not None else graph
+
+
+def _onnx_jit_ops(instance: torch.nn.Module, args: tuple, kwargs: dict) -> list[GraphOp]:
+    """The graph the TorchScript ONNX exporter checks its symbolics against: its own
+    `unconvertible_ops` front end (trace, inline, in-place removal, dead-node removal)."""
+    try:
+        from torch.onnx._internal.torchscript_exporter.utils import unconvertible_ops
+    except ImportError:
+        try:
+            from torch.onnx.utils import unconvertible_ops  # type: ignore[no-redef]
+        except ImportError:
+            raise GraphFailure(VIEW_ONNX_JIT, "this torch has no TorchScript ONNX exporter front end") from None
+    onnx_args = tuple(args) + ((dict(kwargs),) if kwargs else ())
+    try:
+        with torch.no_grad():
+            graph, _ = unconvertible_ops(instance, onnx_args)
+    except Exception as error:  # noqa: BLE001
+        cause = error.__cause__ or error
+        raise GraphFailure(VIEW_ONNX_JIT, f"the ONNX exporter's trace failed: {_first_line(cause)}",
+                           _user_site_of(cause)) from None
+    instance.eval()
+    return _jit_ops(graph, VIEW_ONNX_JIT)
+
+
+# -- the export views -------------------------------------------------------------------------
+
+def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: tuple,
+                     onnx_ops: Optional[list] = None) -> list[GraphOp]:
+    """The class as `torch.export.export` captures it in eval mode, decomposed the way each
+    consumer decomposes it. Raises GraphFailure when export fails."""
+    wanted = [v for v in views if v in EXPORT_VIEWS]
+    found: list[GraphOp] = []
+    instance.eval()
+    with on_fake_cpu(instance, args, kwargs) as (mode, fake_args, fake_kwargs), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            exported = torch.export.export(instance, tuple(fake_args), kwargs=fake_kwargs or None, strict=False)
+        except Exception as error:  # noqa: BLE001
+            raise GraphFailure(VIEW_EXPORT, f"torch.export failed: {_first_line(error)}",
+                               _user_site_of(error)) from None
+        for view in wanted:
+            try:
+                if view == VIEW_EXPORT:
+                    decomposed = exported.run_decompositions()
+                else:
+                    decomposed = exported.run_decompositions(_onnx_decomposition_table(onnx_ops or []))
+            except Exception as error:  # noqa: BLE001
+                raise GraphFailure(view, f"run_decompositions failed: {_first_line(error)}",
+                                   _user_site_of(error)) from None
+            found += _fx_ops(decomposed.graph_module, view)
+    instance.eval()
+    return found
+
+
+def _fx_ops(graph_module: Any, view: str) -> list[GraphOp]:
+    out = []
+    modules = [graph_module] + [m for m in graph_module.modules() if m is not graph_module
+                                and isinstance(m, torch.fx.GraphModule)]
+    for module in modules:  # control flow (cond, map) keeps its branches in submodules
+        for node in module.graph.nodes:
+            if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+                continue
+            name = canonical_name(node.target)
+            if name in _EXPORT_ASSERTIONS:
+                continue
+            sites = _frames_to_sites(_fx_frames(node), _fx_hints(node, name))
+            out.append(GraphOp(name, view, sites, library_facts(name) if node.target.namespace != "aten" else {}))
+    return out
+
+
+def _onnx_decomposition_table(names: list) -> dict:
+    """The dynamo ONNX exporter's decomposition table for the overloads its registry
+    implements at the target opset (`names`, from onnxscript's torchlib, read apart)."""
+    from torch.onnx._internal.exporter import _decomp
+
+    from .decompose import resolve_overload
+
+    registered = set()
+    for name in names:
+        qualified, _, overload = name.partition(".")
+        op = resolve_overload(qualified, overload)
+        if op is not None:
+            registered.add(op)
+    return _decomp.create_onnx_friendly_decomposition_table(registered)
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return (text[0][:300] if text else "") or type(error).__name__
+
+
+def _user_site_of(error: BaseException) -> Optional[Site]:
+    import traceback
+
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if not is_library_file(frame.filename) and not frame.filename.startswith(_ATENLINT_DIR):
+            return Site(frame.filename, frame.lineno or 1, -1, 1, None)
+    return None

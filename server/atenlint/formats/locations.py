@@ -1,0 +1,86 @@
+"""Where a finding is, as CI formats want it: a file relative to the repository root and a
+1-based region. A notebook finding is placed on the .ipynb file's own line (the line of
+the cell's source in the JSON), so code scanning and annotations show it where it is."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from dataclasses import dataclass
+from typing import Optional
+
+from ..findings import Finding
+
+
+@dataclass(frozen=True)
+class Region:
+    """1-based lines and columns (UTF-16 code units), end column exclusive as SARIF counts."""
+
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+
+
+def repository_root(start: Optional[str] = None) -> str:
+    """The folder CI paths are relative to: $GITHUB_WORKSPACE, else the nearest folder
+    above `start` (the working directory) holding `.git`, else `start` itself."""
+    start = os.path.abspath(start or os.getcwd())
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if workspace and os.path.isdir(workspace) and _inside(start, os.path.abspath(workspace)):
+        return os.path.abspath(workspace)
+    directory = start
+    while True:
+        if os.path.exists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return start
+        directory = parent
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def absolute(finding: Finding) -> str:
+    return os.path.abspath(finding.abs_path or finding.path)
+
+
+def relative_to_root(path: str, root: str) -> Optional[str]:
+    """`path` relative to `root` with forward slashes, or None when it lies outside."""
+    path = os.path.abspath(path)
+    if not _inside(path, root):
+        return None
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def uri_reference(relative: str) -> str:
+    """A relative path as a URI reference (spaces, `#`, `%` ... percent-encoded)."""
+    return urllib.parse.quote(relative, safe="/")
+
+
+def file_uri(path: str) -> str:
+    from pathlib import Path
+
+    return Path(os.path.abspath(path)).as_uri()
+
+
+def region(finding: Finding) -> Region:
+    """The finding's region in its file. For a notebook cell, the .ipynb file's own
+    coordinates when they are known (`data["notebook"]["file_range"]`)."""
+    notebook = finding.data.get("notebook") or {}
+    rng = notebook.get("file_range")
+    if rng is not None:
+        start, end = rng["start"], rng["end"]
+        return _region(start["line"], start["character"], end["line"], end["character"])
+    return _region(finding.range.start.line, finding.range.start.character, finding.range.end.line,
+                   finding.range.end.character)
+
+
+def _region(line0: int, char0: int, end_line0: int, end_char0: int) -> Region:
+    start_line, start_column = line0 + 1, char0 + 1
+    end_line, end_column = end_line0 + 1, end_char0 + 1
+    if (end_line, end_column) < (start_line, start_column):
+        end_line, end_column = start_line, start_column
+    return Region(start_line, start_column, end_line, end_column)

@@ -1,0 +1,262 @@
+"""LSP 3.17 notebook documents: a notebook is analysed as the module of its code cells,
+and its diagnostics are published (or pulled) on each cell's own URI.
+
+The session sees a notebook as one document whose text is that module (path: the
+.ipynb file); `NotebookDocuments` keeps, per notebook, the cells' URIs and the module's
+map back to cells, and turns the session's findings into per-cell findings. The
+handlers `register` adds are a few lines over it; pygls keeps the cells' texts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from ..findings import Finding
+from ..notebook import Cell, NotebookError, VirtualModule, build_module, place_in_cells, read_notebook
+from ..notebook_check import cell_problems
+from ..sourcetext import SourceText
+from . import convert
+
+# Every notebook whose cells include Python ones (Jupyter's, VS Code's interactive window, ...).
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])],
+    save=True)
+
+
+@dataclass
+class NotebookView:
+    uri: str
+    path: str
+    cell_uris: list  # by cell index, markdown cells included
+    cell_texts: dict  # cell uri -> text
+    module: VirtualModule
+    published: set = field(default_factory=set)  # cell URIs that were last given diagnostics
+    recent: dict = field(default_factory=dict)  # module text -> module, the last few (results may lag edits)
+
+    def module_for(self, text: Optional[str]) -> VirtualModule:
+        """The module a result was computed on: the current cells', a recent one, or the
+        notebook as saved (with `onSave` the saved notebook is what was checked)."""
+        if text is None or text == self.module.text:
+            return self.module
+        if text in self.recent:
+            return self.recent[text]
+        try:
+            saved = build_module(read_notebook(self.path))
+        except NotebookError:
+            return self.module
+        return saved if saved.text == text else self.module
+
+
+class NotebookDocuments:
+    """Open notebooks, their cells and modules (no pygls here: the handlers feed it)."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, NotebookView] = {}
+
+    def update(self, uri: str, path: str, cells: list[tuple[str, str, str, str]]) -> NotebookView:
+        """`cells`: (cell uri, kind "code"|"markdown", language id, text) in notebook order."""
+        module = build_module([Cell(index, kind, text, language) for index, (_, kind, language, text)
+                               in enumerate(cells)])
+        previous = self.views.get(uri)
+        view = NotebookView(uri, path, [c[0] for c in cells], {c[0]: c[3] for c in cells}, module,
+                            set(previous.published) if previous else set(),
+                            dict(previous.recent) if previous else {})
+        view.recent[module.text] = module
+        while len(view.recent) > 8:
+            view.recent.pop(next(iter(view.recent)))
+        self.views[uri] = view
+        return view
+
+    def remove(self, uri: str) -> Optional[NotebookView]:
+        return self.views.pop(uri, None)
+
+    def of_cell(self, cell_uri: str) -> Optional[NotebookView]:
+        return next((view for view in self.views.values() if cell_uri in view.cell_texts), None)
+
+    @staticmethod
+    def per_cell(view: NotebookView, findings: list, text: Optional[str] = None) -> dict[str, list]:
+        """The notebook's findings (positions in the module `text`, by default the current
+        cells') as copies placed in their cells, by cell URI; findings in other files are
+        left out (they are published on those)."""
+        module = view.module_for(text)
+        copies = [dataclasses.replace(f, data=dict(f.data), fixes=list(f.fixes), related=list(f.related))
+                  for f in findings if os.path.abspath(f.abs_path or f.path) == view.path]
+        copies += cell_problems(module, view.path, os.path.basename(view.path))
+        out: dict[str, list] = {uri: [] for index, uri in enumerate(view.cell_uris) if index in module.cell_texts}
+        for finding in place_in_cells(copies, view.path, module, None):
+            cell = (finding.data.get("notebook") or {}).get("cell")
+            if cell is not None and 0 <= cell < len(view.cell_uris):
+                out.setdefault(view.cell_uris[cell], []).append(finding)
+        return out
+
+
+# -- handlers (registered by server.py) -----------------------------------------------------
+
+
+def _cells(ls, notebook: types.NotebookDocument) -> list[tuple[str, str, str, str]]:
+    cells = []
+    for cell in notebook.cells:
+        document = ls.workspace.get_text_document(cell.document)
+        kind = "code" if cell.kind == types.NotebookCellKind.Code else "markdown"
+        cells.append((cell.document, kind, document.language_id or "python", document.source))
+    return cells
+
+
+def _sync(ls, uri: str) -> Optional[NotebookView]:
+    notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
+    path = to_fs_path(uri)
+    if notebook is None or not path:
+        return None
+    return ls.notebooks.update(uri, os.path.abspath(path), _cells(ls, notebook))
+
+
+def register(server) -> None:
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def did_open(ls, params: types.DidOpenNotebookDocumentParams) -> None:
+        view = _sync(ls, params.notebook_document.uri)
+        if view is not None:
+            ls.session.open(view.uri, view.path, params.notebook_document.version, view.module.text)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def did_change(ls, params: types.DidChangeNotebookDocumentParams) -> None:
+        view = _sync(ls, params.notebook_document.uri)
+        if view is not None:
+            ls.session.change(view.uri, params.notebook_document.version, view.module.text)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def did_save(ls, params: types.DidSaveNotebookDocumentParams) -> None:
+        view = _sync(ls, params.notebook_document.uri)
+        if view is not None:
+            ls.session.save(view.uri, view.module.text)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def did_close(ls, params: types.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        view = ls.notebooks.remove(uri)
+        ls.session.close(uri)
+        if view is not None and not ls.session.pull:  # nothing stale stays in any cell
+            for cell_uri in view.published:
+                ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+
+
+def publish_cells(ls, uri: str, findings: list) -> bool:
+    """Publish a notebook's findings on its cells; False when `uri` is not a notebook."""
+    view = ls.notebooks.views.get(uri)
+    if view is None:
+        return False
+    per_cell = NotebookDocuments.per_cell(view, findings, _shown_text(ls, view))
+    for cell_uri in sorted(view.published - set(per_cell)):  # cells deleted since: nothing stale stays
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+    for cell_uri, found in per_cell.items():
+        source = SourceText(view.cell_texts.get(cell_uri, ""), view.path)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=cell_uri, diagnostics=[convert.diagnostic(f, source, ls.encoding) for f in found]))
+    view.published = set(per_cell)
+    return True
+
+
+def _shown_text(ls, view: NotebookView) -> Optional[str]:
+    shown = getattr(ls.session, "source_text_for", None)
+    return shown(view.path) if shown is not None else None
+
+
+def is_cell(ls, uri: str) -> bool:
+    return ls.notebooks.of_cell(uri) is not None
+
+
+async def cell_diagnostics(ls, params: types.DocumentDiagnosticParams):
+    """textDocument/diagnostic for a cell: the notebook's current result, this cell's part."""
+    uri = params.text_document.uri
+    view = ls.notebooks.of_cell(uri)
+    result = await ls.session.result_for(view.uri) if view is not None else None
+    if view is None or result is None:
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    found = NotebookDocuments.per_cell(view, ls.session.findings_for(view.path), _shown_text(ls, view)).get(uri, [])
+    source = SourceText(view.cell_texts.get(uri, ""), view.path)
+    items = [convert.diagnostic(f, source, ls.encoding) for f in found]
+    result_id = f"{result.result_id}-{_digest(repr([(i.range, i.message, i.code) for i in items]))}"
+    if params.previous_result_id == result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+    return types.RelatedFullDocumentDiagnosticReport(result_id=result_id, items=items)
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
+
+
+def code_actions(ls, params: types.CodeActionParams) -> Optional[list]:
+    """Quick fixes in a cell: a fix's edits may touch other cells (an import in the first
+    one), so each edit goes to its own cell's URI."""
+    uri = params.text_document.uri
+    view = ls.notebooks.of_cell(uri)
+    if view is None:
+        return None
+    only = params.context.only
+    if only and not any(types.CodeActionKind.QuickFix == k or types.CodeActionKind.QuickFix.startswith(f"{k}.")
+                        for k in only):
+        return None
+    actions = []
+    for diag in params.context.diagnostics:
+        data = diag.data if isinstance(diag.data, dict) else None
+        if not data or diag.source != "atenlint":
+            continue
+        for fix in data.get("fixes") or []:
+            changes = _fix_changes(ls, view, fix.get("edits") or [])
+            if changes:
+                actions.append(types.CodeAction(
+                    title=fix.get("title", "Apply atenlint fix"), kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag], is_preferred=bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite",
+                    edit=types.WorkspaceEdit(changes=changes)))
+        actions.extend(_ignore_actions(ls, view, uri, diag, data))
+    return actions or None
+
+
+def _fix_changes(ls, view: NotebookView, edits: list) -> dict:
+    changes: dict[str, list] = {}
+    for edit in edits:
+        if "path" in edit:
+            changes.setdefault(convert._uri(edit["path"]), []).append(types.TextEdit(
+                range=convert._plain_range(edit["range"]), new_text=edit["newText"]))
+            continue
+        cell = edit.get("cell")
+        if not isinstance(cell, int) or not 0 <= cell < len(view.cell_uris):
+            return {}
+        cell_uri = view.cell_uris[cell]
+        source = SourceText(view.cell_texts.get(cell_uri, ""), view.path)
+        changes.setdefault(cell_uri, []).append(convert._text_edit(edit, source, ls.encoding))
+    return changes
+
+
+def _ignore_actions(ls, view: NotebookView, uri: str, diag: types.Diagnostic, data: dict) -> list:
+    from ..sourcetext import Range
+
+    ops, target = data.get("ops") or [], data.get("target")
+    if not ops or not target:
+        return []
+    source = SourceText(view.cell_texts.get(uri, ""), view.path)
+    label = ", ".join(ops)
+    rng, text = convert.ignore_comment_edit(source, Range.from_json(data["range"]).start.line, ops)
+    actions = [types.CodeAction(
+        title=f"Ignore {label} on this line", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+        edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=ls.encoding.to_client(rng, source),
+                                                                new_text=text)]}))]
+    project = convert.ignore_in_project_edit(view.path, target, ops)
+    if project is not None:
+        pyproject, project_range, new_text = project
+        actions.append(types.CodeAction(
+            title=f"Ignore {label} for target {target} in this project", kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diag], edit=types.WorkspaceEdit(changes={convert._uri(pyproject): [types.TextEdit(
+                range=convert._plain_range(project_range), new_text=new_text)]})))
+    return actions
+
+
+__all__ = ["NOTEBOOK_SYNC", "NotebookDocuments", "register", "publish_cells", "is_cell", "cell_diagnostics",
+           "code_actions", "Finding"]

@@ -1,0 +1,327 @@
+"""Clean state per file: what one analysed file may change in the warm worker, put back.
+
+A file that sets `torch.set_default_dtype(torch.float64)`, installs a `warnings` filter,
+enters a mode, monkeypatches `torch.nn.functional` or replaces `sys.modules["json"]` at
+import would otherwise change the results of every later file. `snapshot()` records the
+interpreter- and torch-wide state before a file; `restore()` puts it back afterwards and
+returns the reasons (if any) why it could not, in which case the worker is recycled.
+"""
+
+from __future__ import annotations
+
+import builtins
+import gc
+import logging
+import os
+import signal
+import sys
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+
+
+@dataclass
+class _Flag:
+    name: str
+    get: Callable[[], Any]
+    set: Callable[[Any], None]
+
+
+def _flags() -> list[_Flag]:
+    """torch's global switches (each one read and written through torch's own API)."""
+    flags = [
+        _Flag("default dtype", torch.get_default_dtype, torch.set_default_dtype),
+        _Flag("grad mode", torch.is_grad_enabled, torch.set_grad_enabled),
+        _Flag("anomaly detection", lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+              lambda v: torch.set_anomaly_enabled(*v)),
+        _Flag("deterministic algorithms",
+              lambda: (torch.are_deterministic_algorithms_enabled(),
+                       torch.is_deterministic_algorithms_warn_only_enabled()),
+              lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1])),
+        _Flag("float32 matmul precision", torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+        _Flag("intra-op threads", torch.get_num_threads, torch.set_num_threads),
+        _Flag("TorchScript enabled", lambda: torch.jit._state._enabled.enabled,
+              lambda v: setattr(torch.jit._state._enabled, "enabled", v)),
+        _Flag("print options", lambda: dict(vars(torch._tensor_str.PRINT_OPTS)),
+              lambda v: vars(torch._tensor_str.PRINT_OPTS).update(v)),
+        _Flag("recursion limit", sys.getrecursionlimit, sys.setrecursionlimit),
+        _Flag("switch interval", sys.getswitchinterval, sys.setswitchinterval),
+    ]
+    for label, module, names in (
+            ("cudnn", torch.backends.cudnn, ("enabled", "benchmark", "deterministic", "allow_tf32")),
+            ("mkldnn", torch.backends.mkldnn, ("enabled",)),
+            ("cuda.matmul", torch.backends.cuda.matmul, ("allow_tf32", "allow_fp16_reduced_precision_reduction",
+                                                         "allow_bf16_reduced_precision_reduction"))):
+        for name in names:
+            try:
+                getattr(module, name)
+            except Exception:  # noqa: BLE001 - a flag this torch does not have
+                continue
+            flags.append(_Flag(f"torch.backends.{label}.{name}", lambda m=module, n=name: getattr(m, n),
+                               lambda v, m=module, n=name: setattr(m, n, v)))
+    if hasattr(sys, "get_int_max_str_digits"):
+        flags.append(_Flag("int max str digits", sys.get_int_max_str_digits, sys.set_int_max_str_digits))
+    return flags
+
+
+_FLAGS: Optional[list] = None
+
+
+def _namespaces() -> list[tuple[str, dict, Callable[[str, Any], None], Callable[[str], None]]]:
+    """Library namespaces that analysed code likes to monkeypatch."""
+    out = [("builtins", vars(builtins), lambda k, v: setattr(builtins, k, v), lambda k: delattr(builtins, k))]
+    for module in (torch, torch.nn, torch.nn.functional, torch.nn.init, torch.jit):
+        out.append((module.__name__, vars(module), lambda k, v, m=module: setattr(m, k, v),
+                    lambda k, m=module: delattr(m, k)))
+    for cls in (torch.Tensor, torch.nn.Module, torch.nn.Parameter):
+        out.append((f"{cls.__module__}.{cls.__qualname__}", cls.__dict__, lambda k, v, c=cls: setattr(c, k, v),
+                    lambda k, c=cls: delattr(c, k)))
+    return out
+
+
+@dataclass
+class Snapshot:
+    flags: dict
+    default_device: Any
+    function_modes: int
+    dispatch_modes: int
+    inference_mode: bool
+    warning_filters: list
+    warning_hooks: tuple
+    logging_state: tuple
+    sys_hooks: tuple
+    sys_path: list
+    meta_path: list
+    path_hooks: list
+    path_importer_cache: dict
+    modules: dict
+    environ: dict
+    cwd: str
+    signals: dict
+    namespaces: dict
+    threads: set
+    script_classes: set = field(default_factory=set)
+
+
+def snapshot() -> Snapshot:
+    global _FLAGS
+    if _FLAGS is None:
+        _FLAGS = _flags()
+    flags = {}
+    for flag in _FLAGS:
+        try:
+            flags[flag.name] = flag.get()
+        except Exception:  # noqa: BLE001
+            pass
+    root = logging.getLogger()
+    return Snapshot(
+        flags=flags,
+        default_device=_default_device(),
+        function_modes=torch._C._len_torch_function_stack(),
+        dispatch_modes=torch._C._len_torch_dispatch_stack(),
+        inference_mode=torch.is_inference_mode_enabled(),
+        warning_filters=list(warnings.filters),
+        warning_hooks=(warnings.showwarning, warnings.formatwarning),
+        logging_state=(list(root.handlers), root.level, logging.root.manager.disable),
+        sys_hooks=(sys.excepthook, sys.displayhook, sys.unraisablehook, threading.excepthook, sys.gettrace(),
+                   sys.getprofile(), sys.stdout, sys.stderr, sys.stdin, sys.breakpointhook),
+        sys_path=list(sys.path),
+        meta_path=list(sys.meta_path),
+        path_hooks=list(sys.path_hooks),
+        path_importer_cache=dict(sys.path_importer_cache),
+        modules=dict(sys.modules),
+        environ=dict(os.environ),
+        cwd=os.getcwd(),
+        signals={s: signal.getsignal(s) for s in _catchable_signals()},
+        namespaces={name: dict(namespace) for name, namespace, _, _ in _namespaces()},
+        threads={t.ident for t in threading.enumerate()},
+        script_classes=set(torch.jit._state._script_classes),
+    )
+
+
+def _default_device() -> Any:
+    try:
+        return torch.get_default_device()
+    except Exception:  # noqa: BLE001 - a torch without it
+        return None
+
+
+def _catchable_signals() -> list:
+    out = []
+    for number in signal.valid_signals():
+        if number in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.getsignal(number)
+        except (ValueError, OSError):
+            continue
+        out.append(number)
+    return out
+
+
+def restore(before: Snapshot, user_module: Callable[[Any], bool]) -> list[str]:
+    """Put everything back as `before` had it; the reasons the worker must be recycled
+    (state that cannot be restored), empty when it was all restored."""
+    problems: list[str] = []
+
+    def attempt(what: str, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except Exception as error:  # noqa: BLE001 - say what could not be restored, recycle
+            problems.append(f"{what} could not be restored ({type(error).__name__}: {error})")
+
+    attempt("signal handlers", lambda: _restore_signals(before))
+    # The default device is a mode on the stack: leave it through torch's API first.
+    attempt("the default device", lambda: _restore_default_device(before))
+    attempt("the mode stacks", lambda: _restore_modes(before, problems))
+    if torch.is_inference_mode_enabled() != before.inference_mode:
+        problems.append("it left inference mode switched")
+    for flag in _FLAGS or ():
+        if flag.name in before.flags:
+            attempt(flag.name, lambda f=flag: f.get() != before.flags[f.name] and f.set(before.flags[f.name]))
+    attempt("warnings filters", lambda: _restore_warnings(before))
+    attempt("logging", lambda: _restore_logging(before))
+    attempt("sys hooks", lambda: _restore_sys_hooks(before))
+    attempt("import state", lambda: _restore_import_state(before, user_module))
+    attempt("environment", lambda: _restore_environ(before))
+    attempt("working folder", lambda: os.getcwd() != before.cwd and os.chdir(before.cwd))
+    attempt("patched library attributes", lambda: _restore_namespaces(before, user_module))
+    attempt("the TorchScript caches", lambda: _forget_script_types(before, user_module))
+    gc.collect()
+    leftover = _leftover_threads(before)
+    if leftover:
+        problems.append(f"it left {len(leftover)} thread{'s' if len(leftover) > 1 else ''} running "
+                        f"({', '.join(sorted(leftover)[:3])})")
+    return problems
+
+
+def _restore_signals(before: Snapshot) -> None:
+    signal.alarm(0)
+    if hasattr(signal, "setitimer"):
+        for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+            signal.setitimer(timer, 0)
+    try:
+        import faulthandler
+
+        faulthandler.cancel_dump_traceback_later()
+    except Exception:  # noqa: BLE001
+        pass
+    for number, handler in before.signals.items():
+        if signal.getsignal(number) is not handler and handler is not None:
+            signal.signal(number, handler)
+
+
+def _restore_modes(before: Snapshot, problems: list) -> None:
+    """Modes the file entered and never left (`torch.device("cuda").__enter__()`, a
+    TorchDispatchMode pushed at import) come off the stacks."""
+    while torch._C._len_torch_function_stack() > before.function_modes:
+        torch._C._pop_torch_function_stack()
+    while torch._C._len_torch_dispatch_stack() > before.dispatch_modes:
+        torch._C._pop_torch_dispatch_stack()
+    if torch._C._len_torch_function_stack() < before.function_modes or \
+            torch._C._len_torch_dispatch_stack() < before.dispatch_modes:
+        problems.append("it removed atenlint's own torch modes")
+
+
+def _restore_default_device(before: Snapshot) -> None:
+    if _default_device() != before.default_device:
+        torch.set_default_device(None if before.default_device in (None, torch.device("cpu"))
+                                 else before.default_device)
+
+
+def _restore_warnings(before: Snapshot) -> None:
+    warnings.filters[:] = before.warning_filters
+    warnings.showwarning, warnings.formatwarning = before.warning_hooks
+    warnings._filters_mutated()
+
+
+def _restore_logging(before: Snapshot) -> None:
+    root = logging.getLogger()
+    handlers, level, disable = before.logging_state
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.disable(disable)
+
+
+def _restore_sys_hooks(before: Snapshot) -> None:
+    (sys.excepthook, sys.displayhook, sys.unraisablehook, threading.excepthook, trace, profile,
+     sys.stdout, sys.stderr, sys.stdin, sys.breakpointhook) = before.sys_hooks
+    sys.settrace(trace)
+    sys.setprofile(profile)
+    threading.settrace(None)
+    threading.setprofile(None)
+
+
+def _restore_import_state(before: Snapshot, user_module: Callable[[Any], bool]) -> None:
+    sys.path[:] = before.sys_path
+    sys.meta_path[:] = before.meta_path
+    sys.path_hooks[:] = before.path_hooks
+    sys.path_importer_cache.clear()
+    sys.path_importer_cache.update(before.path_importer_cache)
+    # Library modules the file replaced or removed come back; the file's own modules go
+    # (the next analysis sees their new text); libraries imported for the first time stay.
+    for name, module in before.modules.items():
+        if sys.modules.get(name) is not module:
+            sys.modules[name] = module
+    for name in [n for n in sys.modules if n not in before.modules]:
+        if user_module(sys.modules[name]):
+            del sys.modules[name]
+
+
+def _restore_environ(before: Snapshot) -> None:
+    if dict(os.environ) == before.environ:
+        return
+    for name in [n for n in os.environ if n not in before.environ]:
+        del os.environ[name]
+    for name, value in before.environ.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
+def _restore_namespaces(before: Snapshot, user_module: Callable[[Any], bool]) -> None:
+    for name, namespace, put, remove in _namespaces():
+        saved = before.namespaces[name]
+        for key, value in saved.items():
+            if namespace.get(key, _MISSING) is not value:
+                put(key, value)
+        for key in [k for k in namespace if k not in saved]:
+            value = namespace[key]
+            # A submodule imported for the first time is torch's own doing, not a patch.
+            if not (type(value).__name__ == "module" and not user_module(value)):
+                remove(key)
+
+
+_MISSING = object()
+
+
+def _forget_script_types(before: Snapshot, user_module: Callable[[Any], bool]) -> None:
+    """TorchScript caches compiled types by Python class: the file's classes (dead once
+    its modules are dropped) would otherwise stay compiled for the life of the worker."""
+    from torch.jit import _recursive, _state
+
+    store = _recursive.concrete_type_store.type_store
+    for cls in [c for c in store if _defined_by_user(c, user_module)]:
+        del store[cls]
+    new_classes = [c for c in _state._script_classes if c not in before.script_classes]
+    for cls in new_classes:
+        _state._script_classes.pop(cls, None)
+    for name in [n for n, c in _state._name_to_pyclass.items() if c in new_classes]:
+        del _state._name_to_pyclass[name]
+    if new_classes:
+        torch._C._jit_clear_class_registry()
+
+
+def _defined_by_user(cls: Any, user_module: Callable[[Any], bool]) -> bool:
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    return module is None or user_module(module)
+
+
+def _leftover_threads(before: Snapshot, grace: float = 0.2) -> list[str]:
+    """Python threads the file started that are still running after a short grace."""
+    new = [t for t in threading.enumerate() if t.ident not in before.threads and t.is_alive()]
+    for thread in new:
+        thread.join(grace / max(len(new), 1))
+    return [t.name for t in new if t.is_alive()]

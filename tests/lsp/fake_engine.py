@@ -1,0 +1,154 @@
+"""An engine double for the session's property test: the same interface as `Engine`
+(capture, capture_static, findings, call_sites, torch_version, resolver), answered in
+microseconds from the texts alone, with the real engine's dependency semantics:
+
+- a full capture imports the file: every workspace module it imports (transitively) is
+  read from its overlay or from disk, and its calls are judged where they are written
+  (findings in an imported file are located there, as for a helper defined elsewhere);
+- an import that fails (a syntax error or a top-level `raise` in a reached file) is one
+  ATL002 on the importing line of the checked file, and the failing file is not listed
+  among the imported (as for the real worker, which only sees modules that loaded);
+- a static capture reads the file alone; a syntax error is ATL001 on its line.
+
+So a stale result in the session shows up as a mismatch against `FreshCheck`, exactly as
+with the real engine, but a thousand sequences take seconds instead of minutes."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from atenlint.findings import Finding
+from atenlint.sourcetext import Position, Range
+
+JUDGED = {"torch.take": "aten::take", "torch.heaviside": "aten::heaviside.out",
+          "torch.special.ndtri": "aten::special_ndtri.out"}
+_IMPORT = re.compile(r"^\s*(?:from\s+(\w+)\s+import|import\s+(\w+))", re.M)
+
+
+@dataclass
+class FakeCapture:
+    path: str
+    found: list = field(default_factory=list)
+    imported: list = field(default_factory=list)
+
+
+class _Resolver:
+    def for_file(self, path):
+        return self
+
+    def fingerprint(self):
+        return "fake"
+
+
+class FakeEngine:
+    torch_version = "fake"
+    hello: dict = {}
+
+    def __init__(self):
+        self.resolver = _Resolver()
+        self.captures = 0
+
+    def capture_static(self, path: str, text: Optional[str] = None, display=None) -> FakeCapture:
+        return self.capture(path, text=text, execute=False)
+
+    def capture(self, path: str, text: Optional[str] = None, overlays: Optional[dict] = None, display=None,
+                execute: bool = True) -> FakeCapture:
+        self.captures += 1
+        path = os.path.abspath(path)
+        overlays = {os.path.abspath(p): t for p, t in (overlays or {}).items()}
+        text = text if text is not None else _read(path)
+        result = FakeCapture(path)
+        if text is None:
+            return result
+        problem = _syntax_error(text)
+        if problem is not None:
+            result.found.append(_finding(path, problem[0], problem[1], "ATL001", "error",
+                                         f"Python cannot parse this file: {problem[2]}"))
+            return result
+        if not execute:
+            result.found.extend(_judged(path, text))
+            return result
+        reached: dict[str, str] = {path: text}
+        failure = self._import(path, text, overlays, reached)
+        if failure is not None:
+            line, message = failure
+            result.found.append(_finding(path, line, 0, "ATL002", "warning", message))
+            # like the real worker: the static pass still reads the file itself
+            result.found.extend(_judged(path, text))
+            result.imported = [p for p in reached if p != path]
+            return result
+        for where, content in reached.items():
+            result.found.extend(_judged(where, content))
+        result.imported = [p for p in reached if p != path]
+        return result
+
+    def _import(self, path, text, overlays, reached, root_line=None) -> Optional[tuple]:
+        """Load what `text` imports; (line of the checked file's import, message) when it fails."""
+        folder = os.path.dirname(path)
+        for match in _IMPORT.finditer(text):
+            name = match.group(1) or match.group(2)
+            target = os.path.join(folder, f"{name}.py")
+            if target in reached or (not os.path.exists(target) and target not in overlays):
+                continue  # loaded already, or torch and friends
+            line = root_line if root_line is not None else text.count("\n", 0, match.start())
+            content = overlays.get(target, _read(target)) or ""
+            problem = _syntax_error(content)
+            if problem is not None:
+                return line, f"importing failed: SyntaxError in {name}.py line {problem[0] + 1}"
+            if "\nraise " in "\n" + content:
+                return line, f"importing failed: {name} raised"
+            reached[target] = content
+            failure = self._import(target, content, overlays, reached, line)
+            if failure is not None:
+                return failure
+        return None
+
+    def findings(self, captures, sources=None) -> list:
+        out, seen = [], set()
+        for capture in captures:
+            for finding in capture.found:
+                if finding.identity() not in seen:
+                    seen.add(finding.identity())
+                    out.append(finding)
+        return out
+
+    def call_sites(self, captures, sources=None) -> list:
+        return []
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _syntax_error(text: str) -> Optional[tuple]:
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        return max((error.lineno or 1) - 1, 0), max((error.offset or 1) - 1, 0), error.msg
+    return None
+
+
+def _judged(path: str, text: str) -> list:
+    out = []
+    for number, line in enumerate(text.splitlines()):
+        for call, op in JUDGED.items():
+            column = line.find(call + "(")
+            if column >= 0:
+                out.append(_finding(path, number, column, "MPS001", "warning",
+                                    f"`{call}` reaches `{op}`, which has no MPS kernel", target="mps",
+                                    ops=[op], width=len(call)))
+    return out
+
+
+def _finding(path, line, column, code, severity, message, target=None, ops=(), width=1) -> Finding:
+    rng = Range(Position(line or 0, column), Position(line or 0, column + width))
+    return Finding(os.path.basename(path), rng, severity, code, message, target=target, ops=list(ops),
+                   abs_path=path)
