@@ -165,7 +165,7 @@ def test_namespace_package_keys_use_the_import_name(engine, tmp_path):
                 def forward(self, x):
                     return self.down(x)
         """})
-    for _ in range(3):  # the loader's KeyError('ldm') came from a set's order: run it a few times
+    for _ in range(2):  # the loader's KeyError('ldm') came from a set's order: run it a few times
         report = check(engine, tmp_path)
         assert not any(f.code == "ATL099" for f in report.findings)
         assert report.by_capture["script"] == 1  # the factory under the import name was used
@@ -176,13 +176,14 @@ def test_namespace_package_keys_use_the_import_name(engine, tmp_path):
 
 def test_require_exec_fails_ci_when_classes_were_not_executed(tmp_path):
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "layers.py": SVD.format(imports="")})
-    command = [sys.executable, "-m", "atenlint", "check", "layers.py", "--format", "json", "-t", "coreml"]
-    plain = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    strict = subprocess.run(command + ["--require-exec"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    counts = json.loads(plain.stdout)["classes"]
-    assert counts["static"] == 2 and counts["total"] == 2
-    assert strict.returncode == 1 and "--require-exec" in strict.stderr
-    assert plain.returncode in (0, 1) and "--require-exec" not in plain.stderr
+    command = [sys.executable, "-m", "atenlint", "check", "layers.py", "--format", "json", "-t", "coreml",
+               "--require-exec"]
+    strict = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    counts = json.loads(strict.stdout)["classes"]
+    assert counts["static"] == 2 and counts["total"] == 2 and counts["not_analysed"] == 0
+    # coreml judges nothing here, so only the flag makes this run fail
+    assert not [d for d in json.loads(strict.stdout)["diagnostics"] if d["severity"] in ("error", "warning")]
+    assert strict.returncode == 1 and "--require-exec: 2 module classes" in strict.stderr
 
 
 @pytest.mark.parametrize("parent_first", [True, False])

@@ -249,9 +249,9 @@ class Engine:
                    "devices": sorted({t.device for t in self.targets_for(settings)}),
                    "views": sorted({getattr(t, "tree_view", "dispatch") for t in self.targets_for(settings)}),
                    "overlays": dict(overlays or {}), "classes": classes}
-        onnx_export_ops = _onnx_export_ops(self.targets_for(settings))
-        if onnx_export_ops:
-            request["onnx_export_ops"] = onnx_export_ops
+        graph_options = _graph_options(self.targets_for(settings))
+        if graph_options:
+            request["graph_options"] = graph_options
         if text is not None:
             request["overlays"][path] = source.text
         if not execute:
@@ -682,14 +682,22 @@ def problems_for(target, occurrence: Occurrence) -> Optional[list]:
     return problems
 
 
-def _onnx_export_ops(targets: list) -> list:
-    """The overloads the dynamo ONNX exporter's registry implements at each dynamo target's
-    opset: its decomposition table keeps exactly these (capture/graphs.py)."""
+def _graph_options(targets: list) -> dict:
+    """What the worker needs to decompose an exported program as each export toolchain
+    does (capture/graphs.py): the overloads the dynamo ONNX registry implements at each
+    dynamo target's opset (its table keeps exactly these), and ExecuTorch's changes to the
+    core-ATen table. Both come from the installed packages (probe/registries.py)."""
+    options: dict = {}
     names: set = set()
     for target in targets:
-        if getattr(target, "tree_view", None) == "onnx-export" and getattr(target, "available", False):
+        view = getattr(target, "tree_view", None)
+        if view == "onnx-export" and getattr(target, "available", False):
             names |= set(target.implemented_overloads())
-    return sorted(names)
+        elif view == "executorch-export":
+            options["executorch_decompositions"] = target.decomposition_changes()
+    if names:
+        options["onnx_export_ops"] = sorted(names)
+    return options
 
 
 def _add_unique(items: list, new: Iterable) -> None:
@@ -827,8 +835,8 @@ def _import_finding(result: "FileCapture", answer: dict, module_name: str, cwd: 
     elsewhere = site.get("file") and os.path.abspath(site["file"]) != os.path.abspath(result.path)
     where = ""
     if site.get("file"):
-        shown = display_path(site["file"], cwd)
-        where = f" at {shown}:{site['line']}" + (f" (`{site['text']}`)" if site.get("text") else "")
+        shown = f"{display_path(site['file'], cwd)}:{site['line']}" if elsewhere else f"line {site['line']}"
+        where = f" at {shown}" + (f" (`{site['text']}`)" if site.get("text") else "")
     if elsewhere and not error.get("line"):
         line0 = 0
     fallback = (f"; its {len(static)} module class{'es were' if len(static) != 1 else ' was'} analysed from source "

@@ -332,20 +332,27 @@ def classes_with_inputs(text: str) -> set:
 
 
 def code_action_edit(text: str, line: int) -> Optional[tuple[str, int, str]]:
-    """For the class on (or whose forward covers) 0-based `line`: (title, insert line, text), or None."""
-    suggestions = [s for s in suggest_inputs(text, classes_with_inputs(text))]
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    """For the class whose header (decorators, `class` line) or `def forward` line is the
+    0-based `line`: (title, insert line, text to insert), or None."""
+    suggestions = suggest_inputs(text, classes_with_inputs(text))
+    if not suggestions:
         return None
-    spans = {qualname: (cls.lineno - 1, (cls.end_lineno or cls.lineno) - 1) for qualname, cls in _classes(tree, "")}
-    inside = [s for s in suggestions if spans[s.qualname][0] <= line <= spans[s.qualname][1]]
+    tree = ast.parse(text)
+    headers: dict = {}
+    for qualname, cls in _classes(tree, ""):
+        forward = next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and n.name == "forward"), None)
+        lines = {cls.lineno - 1} | {d.lineno - 1 for d in cls.decorator_list}
+        if forward is not None:
+            lines.add(forward.lineno - 1)
+        headers[qualname] = lines
+    inside = [s for s in suggestions if line in headers.get(s.qualname, ())]
     if not inside:
         return None
-    suggestion = max(inside, key=lambda s: spans[s.qualname][0])  # the innermost class
-    title = f"Add example inputs for `{suggestion.qualname.split('.')[-1]}`"
+    suggestion = inside[-1]
+    title = f"Add example inputs for `{suggestion.qualname.split('.')[-1]}` (# atenlint: inputs=...)"
     if suggestion.guessed:
-        title += " (shapes guessed: check them)"
+        title += ", shapes guessed: check them"
     return title, suggestion.insert_line, suggestion.comment()
 
 

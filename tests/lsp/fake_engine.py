@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -48,7 +49,8 @@ class FakeEngine:
     torch_version = "fake"
     hello: dict = {}
 
-    def __init__(self):
+    def __init__(self, delay: float = 0.002):
+        self.delay = delay
         self.resolver = _Resolver()
         self.captures = 0
 
@@ -58,6 +60,7 @@ class FakeEngine:
     def capture(self, path: str, text: Optional[str] = None, overlays: Optional[dict] = None, display=None,
                 execute: bool = True) -> FakeCapture:
         self.captures += 1
+        time.sleep(self.delay)  # a check takes a while: edits and saves land while it runs
         path = os.path.abspath(path)
         overlays = {os.path.abspath(p): t for p, t in (overlays or {}).items()}
         text = text if text is not None else _read(path)

@@ -53,6 +53,7 @@ name = st.sampled_from(sorted(FILES))
 variant = st.sampled_from(sorted(BASE))
 step = st.one_of(
     st.tuples(st.just("edit"), name, variant),
+    st.tuples(st.just("edit-save"), name, variant),
     st.tuples(st.just("save"), name, st.just("")),
     st.tuples(st.just("open"), name, st.just("")),
     st.tuples(st.just("close"), name, st.just("")),
@@ -78,7 +79,7 @@ class _World:
     def path(self, file: str) -> str:
         return os.path.join(self.root, file)
 
-    async def run(self, steps, end_valid: bool) -> None:
+    async def run(self, steps, end_valid: bool, initially_open=()) -> None:
         session = self.session
         for document in list(session.documents.values()):
             session.close(document.uri)
@@ -87,15 +88,19 @@ class _World:
             write(self.path(file), variants["valid"])
         buffers: dict[str, str] = {}
         version = 0
+        steps = [(("open", file, ""), None) for file in sorted(initially_open)] + list(steps)
         for (kind, file, which), wait in steps:
             path, uri = self.path(file), path_uri(self.path(file))
             version += 1
             if kind == "open" and uri not in session.documents:
                 buffers[file] = open(path, encoding="utf-8").read()
                 session.open(uri, path, version, buffers[file])
-            elif kind == "edit" and uri in session.documents:
+            elif kind in ("edit", "edit-save") and uri in session.documents:
                 buffers[file] = FILES[file][which]
                 session.change(uri, version, buffers[file])
+                if kind == "edit-save":
+                    write(path, buffers[file])
+                    session.save(uri, buffers[file])
             elif kind == "save" and uri in session.documents:
                 write(path, buffers[file])
                 session.save(uri, buffers[file])
@@ -158,9 +163,9 @@ EXAMPLES = {"fake": int(os.environ.get("ATENLINT_PROPERTY_EXAMPLES", "340")),
 def _run_sequences(world: _World, examples: int) -> None:
     @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(steps=st.lists(st.tuples(step, pause), min_size=1, max_size=10),
-           end_valid=st.integers(0, 2).map(lambda n: n > 0))
-    def sequence(steps, end_valid):
-        world.loop.run_until_complete(world.run(steps, end_valid))
+           end_valid=st.integers(0, 2).map(lambda n: n > 0), initially_open=st.sets(name))
+    def sequence(steps, end_valid, initially_open):
+        world.loop.run_until_complete(world.run(steps, end_valid, initially_open))
         assert world.mismatches() == {}
 
     sequence()

@@ -126,18 +126,36 @@ def _ts_name(kind: str) -> str:
     return base_name(kind if kind.endswith("__") else kind.rstrip("_"))
 
 
+def _symbolic_name(kind: str) -> str:
+    """The name the exporter looks its symbolic up by: one trailing `_` removed (in-place
+    `aten::relu_` -> `aten::relu`; `aten::__and__` -> `aten::__and_`, which is how the
+    opset-9 symbolic of `&` is registered). `unconvertible_ops` strips every trailing `_`
+    instead and so lists `aten::__and__` although the export handles it."""
+    return kind[:-1] if kind.endswith("_") else kind
+
+
 def onnx_torchscript(model, args, opset: int) -> dict:
+    from torch.onnx._internal.torchscript_exporter import registration
     from torch.onnx._internal.torchscript_exporter.utils import unconvertible_ops
 
     out: dict = {"stacks": {}}
     graph = None
+    rejected: set[str] = set()
     try:
-        graph, ops = unconvertible_ops(model, args, opset_version=opset)
-        out["unsupported"] = sorted(set(ops))
+        # Its graph is the one the export converts (traced, inlined, in-place ops removed);
+        # each node is judged here by the export's own lookup rule.
+        graph, _ = unconvertible_ops(model, args, opset_version=opset)
+        for node in graph.nodes():
+            kind = node.kind()
+            if kind.startswith(("onnx::", "prim::")):
+                continue
+            if registration.registry.get_function_group(_symbolic_name(kind)) is None or \
+                    registration.registry.get_function_group(_symbolic_name(kind)).get(opset) is None:
+                rejected.add(kind)
+        out["unsupported"] = sorted(rejected)
     except Exception as error:  # noqa: BLE001
         out["unsupported"] = None
         out["check_error"] = _short(error)
-    rejected = set(out["unsupported"] or ())
     try:
         torch.onnx.export(model, args, io.BytesIO(), opset_version=opset, dynamo=False)
         out["ok"] = True
@@ -148,13 +166,13 @@ def onnx_torchscript(model, args, opset: int) -> dict:
         if named and "::" in named.group(1):
             out["named"] = named.group(1)
             rejected.add(named.group(1))
-    if out["ok"]:  # `unconvertible_ops` is approximate: an export that succeeds rejected nothing
+    if out["ok"]:  # an export that succeeds rejected nothing
         rejected = set()
     out["rejected"] = sorted({_ts_name(op) for op in rejected})
     if graph is not None:
         for node in graph.nodes():
             kind = node.kind()
-            if kind in rejected:
+            if kind in rejected or _symbolic_name(kind) in rejected:
                 _add_stack(out["stacks"], _ts_name(kind), trace_node_frames(node))
     return out
 
@@ -223,6 +241,29 @@ def executorch(exported) -> dict:
     return out
 
 
+def _coreml_op(kind: str) -> str:
+    return kind if "::" in kind else f"aten::{kind}"
+
+
+def _numpy_compatible_cast(ct_ops, np):
+    """coremltools 9.0 converts `int(x)` / `float(x)` of a constant with `int(array)`, which
+    numpy 2.x rejects for a 1-element array that is not 0-d ("only 0-dimensional arrays can
+    be converted to Python scalars"): a failure of the environment, not of the op registry.
+    The same conversion made through a 0-d array lets the real converter go on."""
+    original = ct_ops._cast
+
+    def scalar_type(python_type):
+        def new(cls, value):
+            array = np.asarray(value)
+            return python_type(array.reshape(()) if array.size == 1 else value)
+        return type(f"{python_type.__name__}_from_array", (), {"__new__": new})
+
+    def cast(context, node, dtype, dtype_name):
+        return original(context, node, scalar_type(dtype), dtype_name)
+
+    return original, cast
+
+
 def coreml(model, args) -> dict:
     import coremltools as ct
     import numpy as np
@@ -253,6 +294,7 @@ def coreml(model, args) -> dict:
                             dtype=np.float32 if a.is_floating_point() else np.int32) for i, a in enumerate(args)]
     out: dict = {"stacks": {}}
     ct_ops.convert_single_node = convert_or_stand_in
+    original_cast, ct_ops._cast = _numpy_compatible_cast(ct_ops, np)
     try:
         ct.convert(traced, inputs=inputs, convert_to="mlprogram", skip_model_load=True)
         out["ok"] = not missing
@@ -263,10 +305,11 @@ def coreml(model, args) -> dict:
             out["error_after_stand_in"] = True
     finally:
         ct_ops.convert_single_node = original
+        ct_ops._cast = original_cast
     out["missing"] = sorted(set(missing))
     out["first_missing"] = missing[0] if missing else None
-    out["rejected"] = sorted({f"aten::{kind}" for kind in missing})
-    wanted = {f"aten::{kind}" for kind in missing}
+    out["rejected"] = sorted({_coreml_op(kind) for kind in missing})
+    wanted = {_coreml_op(kind) for kind in missing}
     for node in traced.inlined_graph.nodes():
         kind = node.kind()
         if kind in wanted or kind.rstrip("_") in wanted:

@@ -47,9 +47,10 @@ def capture_file(request: dict) -> dict:
                 if qualname not in skip:
                     class_config = _with_factory_hooks(dict(config.get(qualname, {})), qualname)
                     captured = capture_class(qualname, cls, module, class_config, devices, views,
-                                             request.get("onnx_export_ops"))
+                                             request.get("graph_options"))
                     if class_config.get("key"):
                         captured["key"] = class_config["key"]
+                    _drop_fast_paths_off_device(captured)
                     record = last_build()
                     if record is not None and record.cls is cls:
                         captured["build"] = record.path  # which build worked: meta, meta + moved, CPU
@@ -59,6 +60,23 @@ def capture_file(request: dict) -> dict:
         answer["classes"] = _static_file(request, candidates, skip, devices, views, config)
     answer["seconds"] = time.perf_counter() - started
     return answer
+
+
+def _drop_fast_paths_off_device(captured: dict) -> None:
+    """MultiheadAttention's and TransformerEncoderLayer's fast paths run only on CPU and
+    CUDA (torch checks the device first): a walk for MPS that could not decide the
+    branch must not report them there."""
+    from .static import CPU_CUDA_FAST_PATHS
+
+    kept = []
+    for entry in captured.get("ops", []):
+        if entry.get("op") in CPU_CUDA_FAST_PATHS and "mps" in entry.get("devices", ()):
+            entry["devices"] = [d for d in entry["devices"] if d != "mps"]
+            if not entry["devices"]:
+                continue
+        kept.append(entry)
+    if "ops" in captured:
+        captured["ops"] = kept
 
 
 _request_roots: list = []  # the roots of the file being captured, for the static pass to follow imports
@@ -142,7 +160,9 @@ def _import_error(error: BaseException, path: str, roots: Optional[list] = None)
 
 
 def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: tuple[str, ...],
-                  views: tuple[str, ...] = ("dispatch",), onnx_export_ops: Optional[list] = None) -> dict:
+                  views: tuple[str, ...] = ("dispatch",), graph_options: Optional[dict] = None) -> dict:
+    """One class: built, then captured for every view its targets judge (`graph_options`:
+    the decomposition tables of the export toolchains, from their installed packages)."""
     result: dict[str, Any] = {"qualname": qualname, "name": cls.__name__,
                               "module": f"{module.__name__}.{qualname}", "status": "ok", "ops": []}
     started = time.perf_counter()
@@ -155,7 +175,7 @@ def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: 
     tree_views = tuple(v for v in views if v != SCRIPT_VIEW)
     if config.get("inputs"):
         # With example inputs, each toolchain's own front end captures the path really taken.
-        traced = _trace_class(result, instance, module, config["inputs"], devices, tree_views, onnx_export_ops)
+        traced = _trace_class(result, instance, module, config["inputs"], devices, tree_views, graph_options)
         if traced is not None:
             missing = tuple(v for v in tree_views if v not in traced.get("covered", ()))
             if missing or SCRIPT_VIEW in views:
@@ -223,7 +243,7 @@ def _script_into(result: dict, instance: Any, cls: type, module: Any, devices: t
 
 
 def _trace_class(result: dict, instance: Any, module: Any, expression: str, devices: tuple,
-                 views: tuple, onnx_export_ops: Optional[list] = None) -> Optional[dict]:
+                 views: tuple, graph_options: Optional[dict] = None) -> Optional[dict]:
     """The class captured with its example inputs, each view by its own front end: the
     dispatcher (fake tensors under a dispatch mode) for device backends, `torch.jit.trace`
     for the TorchScript-based converters, `torch.export` for the decomposed-graph ones.
@@ -259,7 +279,7 @@ def _trace_class(result: dict, instance: Any, module: Any, expression: str, devi
             continue
         try:
             found = (capture(instance, args, kwargs, tuple(wanted)) if capture is jit_graph_ops
-                     else capture(instance, args, kwargs, tuple(wanted), onnx_export_ops))
+                     else capture(instance, args, kwargs, tuple(wanted), graph_options or {}))
         except GraphFailure as failure:
             failures.append(failure.as_json())
             continue

@@ -14,7 +14,9 @@ dispatcher, but the TorchScript ONNX exporter converts `aten::linear`):
 - view "export": `torch.export.export(...).run_decompositions()` with the core-ATen
   table, in eval mode — what ExecuTorch's `to_edge` and Torch-TensorRT see;
 - view "onnx-export": `torch.export` then the dynamo ONNX exporter's decomposition table
-  (every op its registry implements is kept).
+  (every op its registry implements is kept);
+- view "executorch-export": `torch.export` then ExecuTorch's own `to_edge` table (the
+  core-ATen table with ExecuTorch's changes, e.g. `linalg_vector_norm` decomposed).
 
 Every node is located through the positions the graph itself records: a traced node's
 `sourceRange()` (the Python stack, file and line per frame) and an FX node's
@@ -43,8 +45,9 @@ VIEW_JIT = "jit"
 VIEW_ONNX_JIT = "onnx-jit"
 VIEW_EXPORT = "export"
 VIEW_ONNX_EXPORT = "onnx-export"
+VIEW_EXECUTORCH = "executorch-export"
 JIT_VIEWS = (VIEW_JIT, VIEW_ONNX_JIT)
-EXPORT_VIEWS = (VIEW_EXPORT, VIEW_ONNX_EXPORT)
+EXPORT_VIEWS = (VIEW_EXPORT, VIEW_ONNX_EXPORT, VIEW_EXECUTORCH)
 GRAPH_VIEWS = JIT_VIEWS + EXPORT_VIEWS
 
 _ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -370,9 +373,12 @@ def _onnx_jit_ops(instance: torch.nn.Module, args: tuple, kwargs: dict) -> list[
 # -- the export views -------------------------------------------------------------------------
 
 def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: tuple,
-                     onnx_ops: Optional[list] = None) -> list[GraphOp]:
+                     options: Optional[dict] = None) -> list[GraphOp]:
     """The class as `torch.export.export` captures it in eval mode, decomposed the way each
-    consumer decomposes it. Raises GraphFailure when export fails."""
+    consumer decomposes it (`options`: "onnx_export_ops", the overloads the dynamo ONNX
+    registry implements; "executorch_decompositions", ExecuTorch's changes to the core
+    table, both read from the installed packages). Raises GraphFailure when export fails."""
+    options = options or {}
     wanted = [v for v in views if v in EXPORT_VIEWS]
     found: list[GraphOp] = []
     instance.eval()
@@ -387,8 +393,12 @@ def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views
             try:
                 if view == VIEW_EXPORT:
                     decomposed = exported.run_decompositions()
+                elif view == VIEW_EXECUTORCH:
+                    decomposed = exported.run_decompositions(
+                        _executorch_decomposition_table(options.get("executorch_decompositions") or {}))
                 else:
-                    decomposed = exported.run_decompositions(_onnx_decomposition_table(onnx_ops or []))
+                    decomposed = exported.run_decompositions(
+                        _onnx_decomposition_table(options.get("onnx_export_ops") or []))
             except Exception as error:  # noqa: BLE001
                 raise GraphFailure(view, f"run_decompositions failed: {_first_line(error)}",
                                    _user_site_of(error)) from None
@@ -411,6 +421,26 @@ def _fx_ops(graph_module: Any, view: str) -> list[GraphOp]:
             sites = _frames_to_sites(_fx_frames(node), _fx_hints(node, name))
             out.append(GraphOp(name, view, sites, library_facts(name) if node.target.namespace != "aten" else {}))
     return out
+
+
+def _executorch_decomposition_table(changes: dict) -> dict:
+    """`to_edge`'s table: torch.export's default one plus the ops ExecuTorch also
+    decomposes, minus those it keeps (its quantisation primitives)."""
+    from torch._decomp import get_decompositions
+
+    table = dict(torch.export.default_decompositions().items())
+    extra = [op for op in map(_resolve, changes.get("extra") or ()) if op is not None]
+    table.update(get_decompositions(extra))
+    for op in map(_resolve, changes.get("removed") or ()):
+        table.pop(op, None)
+    return table
+
+
+def _resolve(name: str) -> Any:
+    from .decompose import resolve_overload
+
+    qualified, _, overload = name.partition(".")
+    return resolve_overload(qualified, overload)
 
 
 def _onnx_decomposition_table(names: list) -> dict:

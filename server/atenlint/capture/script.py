@@ -586,9 +586,9 @@ def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> d
     produces (the dynamo ONNX target tells the tables apart by each node's `via`); the
     TorchScript views ("jit", "onnx-jit"): the call itself, as `torch.jit.trace` records it.
     """
-    if view not in ("dispatch", "export", "onnx-export"):
+    if view not in ("dispatch", "export", "onnx-export", "executorch-export"):
         return {"op": op_name, "calls": None}
-    if view == "onnx-export":
+    if view != "dispatch":
         view = "export"
     key = (op_name, _freeze(known), view)
     tree = _TREE_CACHE.get(key)

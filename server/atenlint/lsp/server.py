@@ -16,6 +16,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..inputs_suggest import code_action_edit
 from ..output import report_markdown_for
 from ..sourcetext import SourceText
 from . import convert, notebooks
@@ -286,8 +287,17 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams):
     source = SourceText(text, path)
     # The server's own diagnostics, for clients that do not echo `data` (Vim + ALE).
     known = [(convert.diagnostic(f, source, ls.encoding), convert.diagnostic_data(f)) for f in findings]
-    return convert.code_actions(uri, text, list(params.context.diagnostics), params.context.only, ls.encoding,
-                                [data for _, data in known], params.range, known) or None
+    actions = convert.code_actions(uri, text, list(params.context.diagnostics), params.context.only, ls.encoding,
+                                   [data for _, data in known], params.range, known) or []
+    # Example inputs read off forward's signature (pure: atenlint.inputs_suggest), at column 0.
+    wanted = not params.context.only or types.CodeActionKind.QuickFix in params.context.only
+    suggestion = code_action_edit(text, params.range.start.line) if wanted else None
+    if suggestion is not None:
+        title, line, new_text = suggestion
+        at = types.Range(types.Position(line, 0), types.Position(line, 0))
+        actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, edit=types.WorkspaceEdit(
+            changes={uri: [types.TextEdit(range=at, new_text=new_text)]})))
+    return actions or None
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

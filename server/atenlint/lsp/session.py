@@ -383,7 +383,7 @@ class Session:
                 if reread:
                     document.saved_text = read_saved_text(path)
                 self.schedule(document.uri)
-        pass
+        self._recheck_importers_of(paths)
 
     def recheck_dependents(self, path: str) -> None:
         """A file changed on disk (kept for callers that name one file)."""

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 PACKAGES = ("torch", "onnx", "onnxscript", "coremltools", "executorch")
-FORMAT = 4
+FORMAT = 5
 
 
 def versions() -> dict:
@@ -168,7 +168,22 @@ def executorch() -> dict:
             if out_op is None or _name(out_op).removeprefix("aten::") not in portable:
                 missing_portable.append(_name(op))
     return {"available": True, "version": version, "exceptions": exceptions,
-            "portable_kernels": len(portable or ()), "no_portable_kernel": sorted(missing_portable)}
+            "portable_kernels": len(portable or ()), "no_portable_kernel": sorted(missing_portable),
+            "decompositions": _executorch_decompositions()}
+
+
+def _executorch_decompositions() -> dict:
+    """How `to_edge`'s decomposition table differs from torch.export's default one."""
+    import torch
+
+    try:
+        from executorch.exir.tracer import _default_decomposition_table
+    except ImportError:
+        return {}
+    theirs = set(_default_decomposition_table())
+    default = set(torch.export.default_decompositions().keys())
+    names = (lambda ops: sorted(_name(op) for op in ops if hasattr(op, "_schema")))
+    return {"extra": names(theirs - default), "removed": names(default - theirs)}
 
 
 def _portable_kernels():

@@ -46,7 +46,12 @@ class Target(Protocol):
     name: str
     description: str
     device: str  # the device the model runs on for this target (capture specialises for it)
-    tree_view: str  # "dispatch" (a device backend's dispatcher) or "export" (core-ATen decomposition)
+    # The graph the target's toolchain consumes (capture/graphs.py): "dispatch" (a device
+    # backend's dispatcher), "jit" / "onnx-jit" (torch.jit.trace, as coremltools or the
+    # TorchScript ONNX exporter prepare it), "export" / "onnx-export" / "executorch-export"
+    # (torch.export after that consumer's decomposition table), "script" (none: a verdict
+    # per class).
+    tree_view: str
 
     def problems(self, tree: dict, phases: tuple[str, ...]) -> list[Problem]:
         """The problems of one captured call (empty when it runs fine)."""

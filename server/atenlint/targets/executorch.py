@@ -14,7 +14,6 @@ CUSTOM = "custom-op"  # a library's own op (torchvision::nms): to_edge keeps it,
 
 class CoreAtenTarget:
     device = "cpu"
-    tree_view = "export"
 
     def __init__(self, name: str, core: dict, executorch: dict | None, torch_version: str):
         self.name = name
@@ -26,8 +25,15 @@ class CoreAtenTarget:
             self.allowed |= set(self.executorch.get("exceptions", ()))
         self.no_portable = set(self.executorch.get("no_portable_kernel", ())) if self.executorch else set()
         self.code = "ET001" if self.wants_executorch else "CORE001"
+        # Judged on the exported program after the decomposition its consumer runs:
+        # ExecuTorch's own to_edge table where executorch is installed, else export's.
+        self.tree_view = "executorch-export" if self.executorch else "export"
         self.description = ("ExecuTorch: core ATen after torch.export, as to_edge verifies it"
                             if self.wants_executorch else "the core ATen opset after torch.export decomposition")
+
+    def decomposition_changes(self) -> dict:
+        """ExecuTorch's changes to torch.export's default decomposition table."""
+        return dict((self.executorch or {}).get("decompositions") or {})
 
     def _supported(self, op: str) -> bool:
         return op in self.allowed or not op.startswith("aten::")  # other namespaces: judged apart (CUSTOM)
