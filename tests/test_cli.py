@@ -66,7 +66,7 @@ def test_clean_file_exits_0(workspace):
 def test_json_contract(workspace):
     result = atenlint("check", "--format", "json", "bad.py", cwd=workspace)
     data = json.loads(result.stdout)
-    assert set(data) == {"atenlint", "torch", "targets", "diagnostics", "errors"}
+    assert set(data) == {"atenlint", "torch", "targets", "diagnostics", "errors", "classes"}
     assert data["targets"] == ["mps"]
     (diagnostic,) = data["diagnostics"]
     assert diagnostic == {

@@ -1,6 +1,8 @@
 """`.pre-commit-hooks.yaml`: the hook's declaration, and `pre-commit try-repo` on a sample
-repository (opt-in: ATENLINT_TEST_PRE_COMMIT=1; it builds the hook's virtualenv, which
-needs PyPI for setuptools, and takes a minute)."""
+repository (opt-in: ATENLINT_TEST_PRE_COMMIT=1; it builds the hook's virtualenv, which needs PyPI
+for setuptools, and takes a minute). The probe `pre-commit try-repo` is `pre-commit run`
+with a configuration it writes itself; this test writes it down so the hook's environment
+can borrow this environment's torch."""
 
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ def _git(cwd: str, *args: str) -> None:
 
 @pytest.mark.skipif(os.environ.get("ATENLINT_TEST_PRE_COMMIT") != "1", reason="set ATENLINT_TEST_PRE_COMMIT=1")
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_pre_commit_try_repo_reports_the_sample_repository(tmp_path):
+def test_pre_commit_runs_the_hook_on_a_sample_repository(tmp_path):
     pytest.importorskip("pre_commit")
     hook_repo = tmp_path / "hook"
     hook_repo.mkdir()
@@ -67,19 +69,24 @@ def test_pre_commit_try_repo_reports_the_sample_repository(tmp_path):
 
     home = tmp_path / "pre-commit-home"
     env = dict(os.environ, PRE_COMMIT_HOME=str(home))
-    command = [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "atenlint", "--all-files",
-               "--verbose"]
-    # The hook's virtualenv would download torch; give it this environment's instead: after
-    # the first (installing) run, a .pth file makes the installed torch importable there.
-    first = subprocess.run(command, cwd=sample, env=env, capture_output=True, text=True, timeout=900)
-    environments = [os.path.join(root, name) for root, names, _ in os.walk(home) for name in names
-                    if name.startswith("py_env-")]
-    assert environments, first.stdout + first.stderr
-    for environment in environments:
-        for site_dir in _site_packages(environment):
-            with open(os.path.join(site_dir, "host-torch.pth"), "w", encoding="utf-8") as handle:
-                handle.write(site.getsitepackages()[0] + "\n")
-    result = subprocess.run(command, cwd=sample, env=env, capture_output=True, text=True, timeout=900)
+    revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    # `try-repo` is `run` with this configuration made up on the fly (in a throw-away store);
+    # written down, the hook's environment stays in PRE_COMMIT_HOME between the two steps.
+    (sample / ".pre-commit-config.yaml").write_text(
+        f"repos:\n-   repo: {hook_repo}\n    rev: {revision}\n    hooks:\n    -   id: atenlint\n")
+    # The hook's virtualenv would download torch; give it this environment's instead: pip
+    # sees it through PYTHONPATH while installing, then a .pth file makes it importable
+    # there (the analysis worker runs with -I, so it never reads PYTHONPATH).
+    host = site.getsitepackages()[0]
+    install = subprocess.run([sys.executable, "-m", "pre_commit", "install-hooks"], cwd=sample,
+                             env=dict(env, PYTHONPATH=host), capture_output=True, text=True, timeout=900)
+    assert install.returncode == 0, install.stdout + install.stderr
+    for site_dir in _site_packages(str(home)):
+        with open(os.path.join(site_dir, "host-torch.pth"), "w", encoding="utf-8") as handle:
+            handle.write(host + "\n")
+    result = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"], cwd=sample,
+                            env=env, capture_output=True, text=True, timeout=900)
     output = result.stdout + result.stderr
     assert result.returncode == 1, output  # a finding fails the hook
     assert "model.py:7:16: warning [mps] `torch.take`" in output and "(MPS001)" in output

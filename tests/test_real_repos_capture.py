@@ -205,3 +205,44 @@ def test_namespace_package_paths_survive_their_parent_leaving(tmp_path, parent_f
         sys.path.remove(str(tmp_path))
         for name in ("ns", "ns.inner", "ns.inner.leaf"):
             sys.modules.pop(name, None)
+
+
+def test_a_package_missing_at_build_time_is_named(engine, tmp_path):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "latent.py": """
+        import torch
+        from torch import nn
+
+        def instantiate(spec):
+            from yaml_config_lib_not_installed import Config  # imported only when a model is built
+            return Config(spec)
+
+        class Latent(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cond = instantiate({"target": "x"})
+
+            def forward(self, x):
+                return torch.linalg.svdvals(x)
+    """})
+    report = check(engine, tmp_path)
+    (note,) = [f for f in report.findings if f.code == "ATL003"]
+    assert "needs the package `yaml_config_lib_not_installed`" in note.message and "latent.py:5" in note.message
+    assert "meta" not in note.message
+    assert [f.capture for f in report.findings if f.target] == ["static"]
+
+
+def test_attention_fast_path_is_never_reported_for_mps(engine, tmp_path):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "attn.py": """
+        from torch import nn
+
+        class Attn(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mha = nn.MultiheadAttention(32, 4, batch_first=True)
+
+            def forward(self, x):
+                return self.mha(x, x, x)[0]
+    """})
+    report = check(engine, tmp_path)
+    assert report.by_capture["script"] == 1
+    assert not [f for f in report.findings if f.target == "mps"]

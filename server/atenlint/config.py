@@ -41,6 +41,7 @@ class Settings:
     timeout: float = 60.0
     mps_fallback: bool = True
     onnx_exporter: Optional[str] = None  # "dynamo" | "torchscript"; None: torch.onnx.export's default
+    coreml_frontend: str = "torchscript"  # "torchscript" (a jit.trace graph) | "export" (an ExportedProgram)
     workers: int = 0  # 0: automatic
     max_file_bytes: int = 5 * 1024 * 1024
     exclude: tuple[str, ...] = ()
@@ -57,8 +58,17 @@ class Settings:
 
     def fingerprint(self) -> str:
         """Everything that changes results, as text (part of cache keys)."""
-        return repr((self.targets, self.mps_fallback, self.onnx_exporter, sorted((k, repr(v)) for k, v in self.modules.items()),
-                     sorted((k, sorted(v)) for k, v in self.ignore.items()), sorted(self.severity.items())))
+        return repr((self.targets, self.mps_fallback, self.onnx_exporter, self.coreml_frontend, sorted((k, repr(v)) for k, v in self.modules.items()),
+                     sorted((k, sorted(v)) for k, v in self.ignore.items()), sorted(self.severity.items()),
+                     self.factories, _mtime(self.factories)))
+
+
+def _mtime(path: Optional[str]) -> Optional[int]:
+    """A factories file's edits change what gets built: part of the cache key."""
+    try:
+        return os.stat(path).st_mtime_ns if path else None
+    except OSError:
+        return None
 
 
 def _require(condition: bool, where: str, message: str) -> None:
@@ -79,7 +89,7 @@ def parse_targets(value: Any, where: str) -> tuple[str, ...]:
 
 def settings_from_table(table: dict, where: str, base: Settings = Settings()) -> Settings:
     """Settings from a `[tool.atenlint]` table (keys in kebab-case, as TOML users write them)."""
-    known = {"targets", "timeout", "mps-fallback", "onnx-exporter", "workers", "max-file-size", "exclude", "modules",
+    known = {"targets", "timeout", "mps-fallback", "onnx-exporter", "coreml-frontend", "workers", "max-file-size", "exclude", "modules",
              "ignore", "severity", "factories"}
     unknown = sorted(set(table) - known)
     _require(not unknown, where, f"unknown key {', '.join(map(repr, unknown))}; known keys: {', '.join(sorted(known))}")
@@ -97,6 +107,12 @@ def settings_from_table(table: dict, where: str, base: Settings = Settings()) ->
         _require(table["onnx-exporter"] in ONNX_EXPORTERS, where,
                  f"onnx-exporter must be one of {', '.join(map(repr, ONNX_EXPORTERS))}")
         values["onnx_exporter"] = table["onnx-exporter"]
+    if "coreml-frontend" in table:
+        from .targets.names import COREML_FRONTENDS
+
+        _require(table["coreml-frontend"] in COREML_FRONTENDS, where,
+                 f"coreml-frontend must be one of {', '.join(map(repr, COREML_FRONTENDS))}")
+        values["coreml_frontend"] = table["coreml-frontend"]
     if "workers" in table:
         _require(_is_number(table["workers"], whole=True) and table["workers"] >= 0, where,
                  "workers must be a whole number")

@@ -47,6 +47,7 @@ def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = (),
     for path in paths:
         if os.path.isdir(path):
             boundary = os.path.realpath(path)
+            linked: list[str] = []  # followed after the walk, so a file's own path wins
             for root, dirs, names in os.walk(path):
                 # os.walk lists symlinked folders without entering them; one that stays inside
                 # the folder being checked is entered, one that leaves it is not followed.
@@ -57,7 +58,7 @@ def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = (),
                         continue
                     if os.path.islink(full):
                         if _inside(os.path.realpath(full), boundary):
-                            files.extend(_linked_folder(full, suffixes, patterns, boundary))
+                            linked.append(full)
                         else:
                             errors.append((full, f"skipped: a symlink to {os.path.realpath(full)}, outside "
                                                  f"{path}: not followed"))
@@ -73,6 +74,8 @@ def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = (),
                         errors.append((full, problem))
                     else:
                         files.append(full)
+            for folder in linked:
+                files.extend(_linked_folder(folder, suffixes, patterns, boundary))
         elif os.path.lexists(path):
             problem = _not_checkable(path, None)
             if problem:

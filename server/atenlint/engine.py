@@ -8,6 +8,7 @@ the workers, and this module only reads what they answer.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -194,7 +195,8 @@ class Engine:
         return self.hello.get("torch", "?")
 
     def targets_for(self, settings: Settings) -> list:
-        key = (settings.targets, settings.mps_fallback, getattr(settings, "onnx_exporter", None))
+        key = (settings.targets, settings.mps_fallback, getattr(settings, "onnx_exporter", None),
+               getattr(settings, "coreml_frontend", "torchscript"))
         if key not in self._targets:
             self.start()
             self._targets[key] = build_targets(settings, self.native, self.hello, self.pool, self.log)
@@ -405,11 +407,21 @@ class Engine:
             if cls.get("trace_error"):
                 error = cls["trace_error"]
                 where = f" (line {error['site']['line']})" if error.get("site") else ""
+                # A gap of fake tensors (an op whose output shape depends on the data) is not
+                # the user's mistake: a note; a forward that raises on these inputs is.
+                gap = _FAKE_TENSOR_GAP.search(error.get("message", "")) is not None
                 result.module_findings.append(Finding(
-                    result.display, name_range, "warning", codes.TRACE_FAILED,
+                    result.display, name_range, "information" if gap else "warning", codes.TRACE_FAILED,
                     f"`{cls['name']}` could not be traced with its example inputs{where}: {error['message']}; "
-                    f"it was analysed without them", module=cls["module"], abs_path=result.path,
+                    f"it was analysed without them"
+                    + (" (fake tensors cannot compute this op's output shape without data)" if gap else ""),
+                    module=cls["module"], abs_path=result.path,
                     data={"class": cls["name"], "key": cls["module"]}))
+            if cls.get("graph_errors"):
+                result.module_findings.append(Finding(
+                    result.display, name_range, "information", codes.PARTIAL_CAPTURE,
+                    _graph_errors_message(cls), module=cls["module"], abs_path=result.path,
+                    data={"class": cls["name"], "key": cls["module"], "graph_errors": cls["graph_errors"]}))
             if cls["status"] == "script_failed" and cls["qualname"] in reported_failures:
                 result.module_findings.append(Finding(
                     result.display, name_range, "information", codes.SCRIPT_FAILED,
@@ -456,7 +468,10 @@ class Engine:
                     key = (os.path.abspath(site["file"]), located.range, target.name)
                     group = sites.setdefault(key, {"problems": [], "conditional": [], "occurrence": occurrence,
                                                    "located": located, "target": target,
-                                                   "settings": capture.settings, "reached": [], "library": []})
+                                                   "settings": capture.settings, "reached": [], "library": [],
+                                                   "modules": []})
+                    if occurrence.module and occurrence.module not in group["modules"]:
+                        group["modules"].append(occurrence.module)
                     bucket = group["conditional"] if occurrence.conditional else group["problems"]
                     for problem in problems:
                         if problem not in bucket:
@@ -536,7 +551,7 @@ class Engine:
         return Finding(
             display or display_path(path, self.cwd), rng, severity, verdict.code, message,
             target=target.name, ops=[p.op for p in problems], call=call, module=occurrence.module,
-            capture=occurrence.capture, related=related, abs_path=path,
+            capture=occurrence.capture, related=related, abs_path=path, modules=list(group.get("modules", ())),
             data={"reached": group["reached"], "kinds": {p.op: p.kind for p in problems},
                   "args": occurrence.args, "torch": self.torch_version, "conditional": conditional,
                   **({"arg_shapes": occurrence.facts["arg_shapes"]} if occurrence.facts.get("arg_shapes") else {})})
@@ -900,6 +915,34 @@ def class_capture(cls: dict) -> str:
     if status == "static":
         return "static"
     return "none"
+
+
+_FAKE_TENSOR_GAP = re.compile(r"DynamicOutputShapeException|DataDependentOutputException|UnsupportedOperatorException"
+                             r"|GuardOnDataDependentSymNode|meta tensor|Meta kernel|fake impl")
+
+_VIEW_FRONT_ENDS = {
+    "dispatch": "the dispatcher-level trace (device targets)",
+    "jit": "torch.jit.trace (Core ML)",
+    "onnx-jit": "the TorchScript ONNX exporter's trace",
+    "export": "torch.export", "onnx-export": "torch.export (dynamo ONNX)",
+    "executorch-export": "torch.export (ExecuTorch)",
+}
+
+
+def _graph_errors_message(cls: dict) -> str:
+    """One note per class: which toolchain front ends failed on its example inputs, and
+    what stood in for them (the scripted graph, or the source)."""
+    fallback = cls.get("fallback") or {}
+    parts = []
+    for error in cls["graph_errors"]:
+        view = error.get("view", "")
+        where = f" at line {error['site']['line']}" if error.get("site") else ""
+        instead = fallback.get(view)
+        parts.append(f"{_VIEW_FRONT_ENDS.get(view, view)} failed{where} ({error.get('message', '')})"
+                     + (f"; judged from the {'scripted graph' if instead == 'script' else 'source'} instead"
+                        if instead else ""))
+    return (f"`{cls['name']}`: " + "; ".join(parts)
+            + ". With real tensors the toolchain may fail the same way: then it cannot export this class")
 
 
 def _script_failures_to_report(classes: list, file_outline: FileOutline) -> set:

@@ -23,6 +23,7 @@ TOO_LARGE = "ATL008"
 BAD_DIRECTIVE = "ATL009"
 CONFIG_ERROR = "ATL010"
 TRACE_FAILED = "ATL011"
+PARTIAL_CAPTURE = "ATL020"  # one toolchain's front end could not capture a traced class: another view stood in
 REFUSED = "ATL012"  # the worker's sandbox refused an action of the analysed code
 INTERNAL_ERROR = "ATL099"
 
@@ -47,6 +48,9 @@ class Finding:
     related: list = field(default_factory=list)  # [{"path", "line" (0-based), "character", "message"}]
     data: dict = field(default_factory=dict)  # what editors need beyond the contract (not in JSON output)
     abs_path: str = ""
+    # Every analysed class that reaches this finding (a shared library line is reached by
+    # several); `module` stays the first of them.
+    modules: list = field(default_factory=list)
 
     def as_json(self) -> dict:
         return {
@@ -58,6 +62,7 @@ class Finding:
             "ops": list(self.ops),
             "call": self.call,
             "module": self.module,
+            "modules": self.all_modules(),
             "capture": self.capture,
             "message": self.message,
             "fixes": list(self.fixes),
@@ -71,10 +76,16 @@ class Finding:
         """Findings with the same identity are one diagnostic (merged across classes)."""
         return (self.abs_path or self.path, self.range, self.target, self.code)
 
+    def all_modules(self) -> list:
+        out = [self.module] if self.module else []
+        return out + [m for m in self.modules if m and m not in out]
+
     def merge(self, other: "Finding") -> None:
         for op in other.ops:
             if op not in self.ops:
                 self.ops.append(op)
+        self.modules = [m for m in self.all_modules() + other.all_modules()]
+        self.modules = list(dict.fromkeys(self.modules))
 
 
 @dataclass

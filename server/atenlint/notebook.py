@@ -115,13 +115,20 @@ class VirtualModule:
 # -- reading ---------------------------------------------------------------------------
 
 
-def read_notebook(path: str) -> list[Cell]:
+def read_notebook(path: str, limit: Optional[int] = None) -> list[Cell]:
+    return parse_notebook(read_notebook_bytes(path, limit))
+
+
+def read_notebook_bytes(path: str, limit: Optional[int] = None) -> bytes:
+    """A regular file's bytes (never a FIFO or a device), at most `limit` of them."""
+    from .discover import NotRegularFile, read_regular_file
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        return read_regular_file(path, limit)
+    except NotRegularFile as problem:
+        raise NotebookError(f"not analysed: {problem.message}") from None
     except OSError as error:
-        raise NotebookError(f"cannot read this notebook: {error.strerror}") from None
-    return parse_notebook(data)
+        raise NotebookError(f"cannot read this notebook: {error.strerror or error}") from None
 
 
 def parse_notebook(data: bytes) -> list[Cell]:
@@ -612,8 +619,7 @@ def apply_cell_fixes(path: str, fixes: list, fingerprint_of) -> tuple[list, list
     from .fixes.edits import LineIndex, TextEdit, overlaps
 
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = read_notebook_bytes(path)
         document = json.loads(raw.decode("utf-8-sig"))
         cells = parse_notebook(raw)
     except (OSError, ValueError, NotebookError) as error:

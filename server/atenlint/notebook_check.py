@@ -15,6 +15,7 @@ from typing import Optional
 
 from . import findings as codes
 from .config import ConfigError
+from .discover import NotRegularFile, read_regular_file
 from .findings import Finding
 from .notebook import (FilePositions, NotebookError, VirtualModule, build_module, cell_of, parse_notebook,
                        place_in_cells, problem_findings)
@@ -39,21 +40,20 @@ def capture_notebook(engine, path: str, display: str, execute: bool, contexts: d
         settings = engine.resolver.for_file(absolute)
     except ConfigError:
         return engine.capture(absolute, text="", display=display, execute=execute)  # reports ATL010
+    empty = FileCapture(absolute, display, settings, None, None)
     try:
-        size = os.path.getsize(absolute)
-        if size > settings.max_file_bytes:
-            return _unreadable(FileCapture(absolute, display, settings, None, None), codes.TOO_LARGE,
-                               "information", f"this notebook is {size / 1e6:.1f} MB, over max-file-size "
-                               f"({settings.max_file_bytes / 1e6:.1f} MB): not analysed")
-        with open(absolute, "rb") as handle:
-            raw = handle.read()
+        # A notebook's outputs (images) can be large; the limit is on the code cells' text.
+        raw = read_regular_file(absolute, max(settings.max_file_bytes * 20, 100_000_000))
         cells = parse_notebook(raw)
+    except NotRegularFile as problem:
+        if problem.too_large:
+            return _unreadable(empty, codes.TOO_LARGE, "information", f"this notebook is {problem.size / 1e6:.1f} "
+                               f"MB: not analysed")
+        return _unreadable(empty, codes.UNDECODABLE, "information", f"not analysed: {problem.message}")
     except OSError as error:
-        return _unreadable(FileCapture(absolute, display, settings, None, None), codes.UNDECODABLE, "warning",
-                           f"cannot read this notebook: {error.strerror}")
+        return _unreadable(empty, codes.UNDECODABLE, "warning", f"cannot read this notebook: {error.strerror}")
     except NotebookError as error:
-        return _unreadable(FileCapture(absolute, display, settings, None, None), codes.UNDECODABLE, "warning",
-                           f"cannot analyse this notebook: {error}")
+        return _unreadable(empty, codes.UNDECODABLE, "warning", f"cannot analyse this notebook: {error}")
     module = build_module(cells)
     positions = FilePositions(raw.decode("utf-8-sig", errors="replace"))
     contexts[absolute] = NotebookContext(absolute, display, module, positions)

@@ -47,7 +47,9 @@ async def test_open_gives_diagnostics_on_the_calls(client: LanguageClient):
     assert by_code(items) == [("MPS001", 10, 17), ("MPS001", 11, 24)]
     take = next(d for d in items if d.range.start.line == 10)
     assert take.source == "atenlint" and "aten::take" in take.message
-    assert take.code_description.href.endswith("#rule-mps001")
+    assert take.code_description.href.endswith("docs/rules.md#mps001")
+    assert len(take.message) <= 100 and take.message.startswith("`aten::take` has no MPS kernel")
+    assert "PYTORCH_ENABLE_MPS_FALLBACK" in take.related_information[0].message  # the details
     assert take.data["ops"] == ["aten::take"] and take.data["target"] == "mps"
 
 
@@ -94,7 +96,7 @@ async def test_hover_names_overloads_and_verdicts(client: LanguageClient):
     assert "torch 2." in hover.contents.value
     clean = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 40)))
-    assert "supported" in clean.contents.value  # self.proj(x): aten::linear runs on MPS
+    assert "Runs on **mps**" in clean.contents.value  # self.proj(x): aten::linear runs on MPS
 
 
 @pytest.mark.asyncio

@@ -68,7 +68,7 @@ async def test_pyproject_changes_recheck_open_files(client: LanguageClient):
     client.diagnostics.pop(model, None)
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
         types.FileEvent(uri=uri_of(pyproject), type=types.FileChangeType.Changed)]))
-    assert [d.message.split("`")[1] for d in await diagnostics(client, model)] == ["torch.mode"]
+    assert [d.data["call"] for d in await diagnostics(client, model)] == ["torch.mode"]
 
 
 @pytest.mark.asyncio

@@ -205,6 +205,10 @@ class Row:
 def _real(truth: dict, target: str) -> Optional[dict]:
     if target.startswith("onnx:"):
         return truth.get("onnx_torchscript", {}).get(target.split(":")[1])
+    if target in (f"dynamo:{DYNAMO_OPSET}", "executorch") and truth.get("export_error"):
+        # The toolchain fails at its first step, before any op is judged: a real failure
+        # of the deployment all the same.
+        return {"ok": False, "error": "torch.export: " + truth["export_error"], "rejected": [], "export_failed": True}
     if target.startswith("dynamo:"):
         return truth.get("onnx_dynamo", {}).get(target.split(":")[1])
     return truth.get(target)
@@ -215,6 +219,8 @@ def _truth_complete(target: str, real: dict) -> bool:
     reports is a false positive, not an op the exporter never reached)."""
     if real.get("ok"):
         return True
+    if real.get("export_failed") or real.get("trace_failed"):
+        return False
     if target.startswith("onnx:"):
         return real.get("unsupported") is not None
     if target.startswith("dynamo:"):
@@ -247,8 +253,6 @@ def compare(truth_by_model: dict, findings: list[dict]) -> list[Row]:
             notes = []
             if "crashed" in real:
                 notes.append("ground truth crashed: " + real["crashed"].strip().splitlines()[-1][:200])
-            if not real and target in (f"dynamo:{DYNAMO_OPSET}", "executorch") and truth.get("export_error"):
-                notes.append("torch.export failed: " + truth["export_error"][:200])
             real_ok = real.get("ok") if "ok" in real else None
             real_ops = set(real.get("rejected") or ())
             complete = bool(real) and real_ok is not None and _truth_complete(target, real)
@@ -392,18 +396,29 @@ def main() -> int:
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--markdown", help="write the table here")
     parser.add_argument("--truth-only", action="store_true", help="compute (or check) the cached ground truth only")
+    parser.add_argument("--save-findings", help="run atenlint only and keep its findings in this file")
+    parser.add_argument("--load-findings", help="compare the findings kept by --save-findings instead of running atenlint")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(REPO, "server"))
     from atenlint.cache import cache_dir
 
     files = [os.path.abspath(f) for f in args.files] or model_files()
+    if args.save_findings:
+        with open(args.save_findings, "w", encoding="utf-8") as handle:
+            json.dump(atenlint_findings(files, jobs=args.jobs), handle)
+        return 0
     truth = ground_truth(cache_dir(), files, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr, flush=True))
     if args.truth_only:
         print(json.dumps({name: {k: v.get("ok") if isinstance(v, dict) else v for k, v in result.items()
                                  if k in ("torchscript", "executorch", "coreml")} for name, result in truth.items()},
                          indent=1))
         return 0
-    rows = compare(truth, atenlint_findings(files, jobs=args.jobs))
+    if args.load_findings:
+        with open(args.load_findings, encoding="utf-8") as handle:
+            findings = json.load(handle)
+    else:
+        findings = atenlint_findings(files, jobs=args.jobs)
+    rows = compare(truth, findings)
     text = table(rows)
     print(text)
     if args.markdown:

@@ -71,6 +71,24 @@ def test_process_creation_is_refused_in_the_users_code(pool, tmp_path):
     assert refused[line_of(path, "marker:system")]["action"] == "run `pip install -U ultralytics`"
 
 
+def test_ctypes_spawning_and_audit_hooks_of_the_code_are_refused(pool, tmp_path):
+    canary = tmp_path / "ctypes_canary"
+    path = write(tmp_path, "low_level.py", f'''
+        import ctypes, sys
+        seen = []
+        sys.addaudithook(lambda event, args: seen.append(event))  # silently not added
+        try:
+            ctypes.CDLL(None).system(b"touch {canary}")
+        except PermissionError:
+            pass
+        assert seen == [], seen[:5]
+    ''', NET)
+    answer = analyse(pool, path)
+    assert "import_error" not in answer, answer.get("import_error")
+    assert not canary.exists()
+    assert [r["action"] for r in answer["refusals"]] == ["call the C function `system` through ctypes"]
+
+
 def test_network_is_refused(pool, tmp_path):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

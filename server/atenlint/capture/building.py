@@ -44,11 +44,16 @@ class MissingPackage(Exception):
         self.site = site
 
 
-def missing_package(error: BaseException) -> Optional[str]:
-    """The top-level package a ModuleNotFoundError names, unless it is the user's own."""
-    if isinstance(error, ModuleNotFoundError) and error.name:
-        return error.name.split(".")[0]
-    return None
+def missing_package(error: BaseException, roots: tuple = ()) -> Optional[str]:
+    """The top-level package a ModuleNotFoundError names, unless it is the user's own (a
+    folder or file of that name in the project's roots: a path problem, not an install)."""
+    if not (isinstance(error, ModuleNotFoundError) and error.name):
+        return None
+    top = error.name.split(".")[0]
+    for root in roots:
+        if os.path.isdir(os.path.join(root, top)) or os.path.isfile(os.path.join(root, top + ".py")):
+            return None
+    return top
 
 
 class CallArguments(tuple):

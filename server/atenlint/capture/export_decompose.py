@@ -28,10 +28,26 @@ from .decompose import Node, _candidate_calls, canonical_name, resolve_overload
 _MAX_DEPTH = 12
 
 
-@functools.lru_cache(maxsize=1)
-def tables() -> tuple[dict, dict]:
-    """(default table of run_decompositions(), the extra ops only decomposition_table has)."""
-    from torch._decomp import decomposition_table
+_EXECUTORCH_CHANGES: dict = {}
+
+
+def set_executorch_changes(changes: dict) -> None:
+    """ExecuTorch's changes to the default table (`to_edge` also decomposes
+    `linalg_vector_norm`), read from the installed executorch by the parent."""
+    global _EXECUTORCH_CHANGES
+    changes = {k: tuple(v) for k, v in (changes or {}).items()}
+    if changes != _EXECUTORCH_CHANGES:
+        _EXECUTORCH_CHANGES = changes
+        tables.cache_clear()
+
+
+@functools.lru_cache(maxsize=2)
+def tables(executorch: bool = False) -> tuple[dict, dict]:
+    """(default table of run_decompositions() — or to_edge's, for ExecuTorch — and the extra
+    ops only decomposition_table has)."""
+    from torch._decomp import decomposition_table, get_decompositions
+
+    from .decompose import resolve_overload
 
     try:
         default = dict(torch.export.default_decompositions().items())
@@ -39,6 +55,13 @@ def tables() -> tuple[dict, dict]:
         from torch._decomp import core_aten_decompositions
 
         default = dict(core_aten_decompositions())
+    if executorch:
+        def resolved(names):
+            return [op for op in (resolve_overload(*n.partition(".")[::2]) for n in names) if op is not None]
+
+        default.update(get_decompositions(resolved(_EXECUTORCH_CHANGES.get("extra", ()))))
+        for op in resolved(_EXECUTORCH_CHANGES.get("removed", ())):
+            default.pop(op, None)
     extra = {op: fn for op, fn in decomposition_table.items() if op not in default and hasattr(op, "_schema")}
     return default, extra
 
@@ -106,9 +129,10 @@ def functional_variant(op: Any) -> Any:
     return functional if functional is not None else op
 
 
-def export_tree(op: Any, known: dict[str, Any]) -> Node:
-    """The call as the exported, decomposed program holds it."""
-    default, extra = tables()
+def export_tree(op: Any, known: dict[str, Any], executorch: bool = False) -> Node:
+    """The call as the exported, decomposed program holds it (`executorch`: after to_edge's
+    own table)."""
+    default, extra = tables(executorch)
     op = functional_variant(op)
     name = canonical_name(op)
     for args, kwargs in _candidate_calls(op, known):

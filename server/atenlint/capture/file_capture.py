@@ -155,7 +155,7 @@ def _import_error(error: BaseException, path: str, roots: Optional[list] = None)
         if filename == os.path.abspath(path) or (user_roots and filename.startswith(user_roots)):
             site = {"file": filename, "line": frame.lineno, "text": (frame.line or "").strip()}
     return {"type": type(error).__name__, "message": str(error) or type(error).__name__,
-            "line": line, "site": site, "package": missing_package(error),
+            "line": line, "site": site, "package": missing_package(error, tuple(roots or ())),
             "trace": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
 
 
@@ -165,6 +165,10 @@ def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: 
     the decomposition tables of the export toolchains, from their installed packages)."""
     result: dict[str, Any] = {"qualname": qualname, "name": cls.__name__,
                               "module": f"{module.__name__}.{qualname}", "status": "ok", "ops": []}
+    if graph_options and graph_options.get("executorch_decompositions"):
+        from .export_decompose import set_executorch_changes
+
+        set_executorch_changes(graph_options["executorch_decompositions"])
     started = time.perf_counter()
     try:
         instance = build(cls, module, config.get("init"), config)
@@ -249,7 +253,7 @@ def _trace_class(result: dict, instance: Any, module: Any, expression: str, devi
     for the TorchScript-based converters, `torch.export` for the decomposed-graph ones.
     `covered` lists the views it gave; None (with `trace_error` set) when nothing could
     be traced, so scripting is tried next."""
-    from .graphs import EXPORT_VIEWS, JIT_VIEWS, GraphFailure, export_graph_ops, jit_graph_ops
+    from .graphs import EXPORT_VIEWS, JIT_VIEWS, GraphFailure, GraphFailures, export_graph_ops, jit_graph_ops
     from .trace import TraceFailure, build_inputs, trace_ops
 
     try:
@@ -278,8 +282,14 @@ def _trace_class(result: dict, instance: Any, module: Any, expression: str, devi
         if not wanted:
             continue
         try:
-            found = (capture(instance, args, kwargs, tuple(wanted)) if capture is jit_graph_ops
-                     else capture(instance, args, kwargs, tuple(wanted), graph_options or {}))
+            found = (capture(instance, args, kwargs, tuple(wanted), _real_inputs(expression, module))
+                     if capture is jit_graph_ops else capture(instance, args, kwargs, tuple(wanted), graph_options or {}))
+        except GraphFailures as partial:  # some of these views were captured
+            failures += [f.as_json() for f in partial.failures]
+            failed = {f.view for f in partial.failures}
+            ops += _graph_entries(partial.found)
+            covered += [v for v in wanted if v not in failed]
+            continue
         except GraphFailure as failure:
             failures.append(failure.as_json())
             continue
@@ -298,6 +308,31 @@ def _trace_class(result: dict, instance: Any, module: Any, expression: str, devi
         result["graph_errors"] = failures
     result.update(ops=ops, capture="trace", covered=covered)
     return result
+
+
+def _real_inputs(expression: str, module: Any) -> Optional[tuple]:
+    """The user's example inputs as real CPU tensors (for torch.jit.trace, which needs real
+    values: `.item()` and masks then take their real path), or None when the expression
+    cannot be evaluated off meta or would be too large."""
+    from .graphs import REAL_TENSOR_LIMIT_BYTES, _tensors_in
+    from .loader import evaluate_inputs
+
+    probe = None
+    try:
+        from .trace import build_inputs
+
+        probe = build_inputs(expression, module)  # meta first: sizes cost nothing
+        size = sum(t.numel() * t.element_size() for t in _tensors_in((tuple(probe) if isinstance(probe, tuple)
+                                                                      else probe, getattr(probe, "kwargs", {}))))
+        if size > REAL_TENSOR_LIMIT_BYTES // 4:
+            return None
+        inputs = evaluate_inputs(expression, module)
+    except Exception:  # noqa: BLE001 - zeros and noise of the same shapes stand in
+        return None
+    args = tuple(inputs) if isinstance(inputs, tuple) else (inputs,)
+    if any(t.device.type != "cpu" for t in _tensors_in(args)):
+        return None
+    return args, dict(getattr(inputs, "kwargs", None) or {})
 
 
 def _dispatch_entries(traced: list, devices: tuple) -> list[dict]:

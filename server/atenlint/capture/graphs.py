@@ -16,7 +16,9 @@ dispatcher, but the TorchScript ONNX exporter converts `aten::linear`):
 - view "onnx-export": `torch.export` then the dynamo ONNX exporter's decomposition table
   (every op its registry implements is kept);
 - view "executorch-export": `torch.export` then ExecuTorch's own `to_edge` table (the
-  core-ATen table with ExecuTorch's changes, e.g. `linalg_vector_norm` decomposed).
+  core-ATen table with ExecuTorch's changes, e.g. `linalg_vector_norm` decomposed);
+- view "coreml-export": `torch.export` then `run_decompositions({})`, coremltools'
+  ExportedProgram frontend (the `coreml-frontend = "export"` setting).
 
 Every node is located through the positions the graph itself records: a traced node's
 `sourceRange()` (the Python stack, file and line per frame) and an FX node's
@@ -46,8 +48,9 @@ VIEW_ONNX_JIT = "onnx-jit"
 VIEW_EXPORT = "export"
 VIEW_ONNX_EXPORT = "onnx-export"
 VIEW_EXECUTORCH = "executorch-export"
+VIEW_COREML_EXPORT = "coreml-export"
 JIT_VIEWS = (VIEW_JIT, VIEW_ONNX_JIT)
-EXPORT_VIEWS = (VIEW_EXPORT, VIEW_ONNX_EXPORT, VIEW_EXECUTORCH)
+EXPORT_VIEWS = (VIEW_EXPORT, VIEW_ONNX_EXPORT, VIEW_EXECUTORCH, VIEW_COREML_EXPORT)
 GRAPH_VIEWS = JIT_VIEWS + EXPORT_VIEWS
 
 _ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -84,6 +87,15 @@ class GraphFailure(Exception):
 
     def as_json(self) -> dict:
         return {"view": self.view, "message": self.message, "site": self.site.as_json() if self.site else None}
+
+
+class GraphFailures(Exception):
+    """Some views failed, others were captured (`found`)."""
+
+    def __init__(self, failures: list, found: list):
+        super().__init__("; ".join(f.message for f in failures))
+        self.failures = failures
+        self.found = found
 
 
 @dataclass
@@ -148,6 +160,92 @@ def on_fake_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict) -> Iterato
     finally:
         for store, name, value in reversed(saved):
             store[name] = value
+
+
+# Real CPU tensors for the jit views, up to this many bytes of weights, buffers and inputs.
+REAL_TENSOR_LIMIT_BYTES = 768 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict, real_inputs: Optional[tuple] = None,
+                limit_bytes: int = REAL_TENSOR_LIMIT_BYTES) -> Iterator[tuple]:
+    """The module's meta tensors swapped for real CPU ones (restored afterwards), freshly
+    initialised, with real inputs (`real_inputs`, the user's expression evaluated on the
+    CPU, else zeros and normal noise of the same shapes).
+
+    Why real: `torch.jit.trace` cannot run over meta or fake tensors — under the tracer, a
+    Python meta kernel's size reads are themselves traced (a Tensor where the conv meta
+    kernel wants an int). So the jit views cost memory: past `limit_bytes` the caller
+    falls back to the scripted graph for them (the export views stay on fake tensors)."""
+    tensors = [v for m in instance.modules() for store in (m._parameters, m._buffers)
+               for v in store.values() if isinstance(v, torch.Tensor)]
+    total = sum(t.numel() * t.element_size() for t in tensors)
+    total += sum(t.numel() * t.element_size() for t in _tensors_in((args, kwargs)))
+    if total > limit_bytes:
+        raise GraphFailure(VIEW_JIT, f"torch.jit.trace needs real tensors and this model's weights and inputs "
+                                     f"take {total / 2**30:.1f} GiB (limit {limit_bytes / 2**30:.2f} GiB)")
+    saved: list[tuple[dict, str, Any]] = []
+    try:
+        with torch.no_grad():
+            for module in instance.modules():
+                for store in (module._parameters, module._buffers):
+                    for name, value in list(store.items()):
+                        if isinstance(value, torch.Tensor) and value.device.type == "meta":
+                            saved.append((store, name, value))
+                            store[name] = _real_like(value, name)
+                for name, value in list(vars(module).items()):
+                    if isinstance(value, torch.Tensor) and value.device.type == "meta" and not name.startswith("_"):
+                        saved.append((vars(module), name, value))
+                        vars(module)[name] = _real_like(value, name)
+            for module in instance.modules():
+                for reset in ("reset_parameters", "reset_running_stats"):
+                    function = getattr(module, reset, None)
+                    if callable(function) and type(module).__module__.startswith("torch."):
+                        try:
+                            function()  # torch's own layers: their own initialisation
+                        except Exception:  # noqa: BLE001 - the normal noise stays
+                            pass
+        if real_inputs is not None:
+            real_args, real_kwargs = real_inputs
+        else:
+            real_args, real_kwargs = _real_like(args, "input"), _real_like(kwargs, "input")
+        yield real_args, real_kwargs
+    finally:
+        for store, name, value in reversed(saved):
+            store[name] = value
+
+
+def _real_like(value: Any, name: str) -> Any:
+    if isinstance(value, torch.nn.Parameter):
+        return torch.nn.Parameter(_real_like(value.data, name), requires_grad=value.requires_grad)
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "meta":
+            return value
+        if value.is_floating_point() or value.is_complex():
+            out = torch.empty(value.shape, dtype=value.dtype).normal_(0.0, 0.02)
+            if "var" in name:  # running variances must stay positive
+                out = out.abs_().add_(1.0)
+            return out
+        if value.dtype == torch.bool:
+            return torch.ones(value.shape, dtype=torch.bool)
+        return torch.zeros(value.shape, dtype=value.dtype)  # indices and counts: 0 is always in range
+    if isinstance(value, tuple):
+        return tuple(_real_like(v, name) for v in value)
+    if isinstance(value, list):
+        return [_real_like(v, name) for v in value]
+    if isinstance(value, dict):
+        return {k: _real_like(v, name) for k, v in value.items()}
+    return value
+
+
+def _tensors_in(value: Any) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_in(v)]
+    return []
 
 
 # -- sites -------------------------------------------------------------------------------
@@ -309,14 +407,16 @@ def _collect_jit(node: Any, view: str, out: list) -> None:
             _collect_jit(inner, view, out)
 
 
-def jit_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: tuple) -> list[GraphOp]:
+def jit_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: tuple,
+                  real_inputs: Optional[tuple] = None) -> list[GraphOp]:
     """The class as `torch.jit.trace` records it in eval mode under no_grad (what
-    coremltools converts and what `torch.onnx.export(dynamo=False)` traces), on fake CPU
-    tensors. Raises GraphFailure when tracing fails."""
+    coremltools converts and what `torch.onnx.export(dynamo=False)` traces), on real CPU
+    tensors (see `on_real_cpu`). Raises GraphFailure(s) when tracing fails."""
     wanted = [v for v in views if v in JIT_VIEWS]
     found: list[GraphOp] = []
+    failures: list[GraphFailure] = []
     instance.eval()
-    with on_fake_cpu(instance, args, kwargs) as (mode, fake_args, fake_kwargs), warnings.catch_warnings():
+    with on_real_cpu(instance, args, kwargs, real_inputs) as (fake_args, fake_kwargs), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if VIEW_JIT in wanted:
             try:
@@ -326,10 +426,15 @@ def jit_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: t
                         torch.jit.trace(instance, fake_args, check_trace=False, strict=False)
                 found += _jit_ops(_coreml_front_end(traced), VIEW_JIT)
             except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
-                raise GraphFailure(VIEW_JIT, f"torch.jit.trace failed: {_first_line(error)}",
-                                   _user_site_of(error)) from None
+                failures.append(GraphFailure(VIEW_JIT, f"{type(error).__name__}: {_first_line(error)}",
+                                             _user_site_of(error)))
         if VIEW_ONNX_JIT in wanted:
-            found += _onnx_jit_ops(instance, fake_args, fake_kwargs)
+            try:
+                found += _onnx_jit_ops(instance, fake_args, fake_kwargs)
+            except GraphFailure as failure:
+                failures.append(failure)
+    if failures:
+        raise GraphFailures(failures, found)
     return found
 
 
@@ -364,7 +469,7 @@ def _onnx_jit_ops(instance: torch.nn.Module, args: tuple, kwargs: dict) -> list[
             graph, _ = unconvertible_ops(instance, onnx_args)
     except Exception as error:  # noqa: BLE001
         cause = error.__cause__ or error
-        raise GraphFailure(VIEW_ONNX_JIT, f"the ONNX exporter's trace failed: {_first_line(cause)}",
+        raise GraphFailure(VIEW_ONNX_JIT, f"{type(cause).__name__}: {_first_line(cause)}",
                            _user_site_of(cause)) from None
     instance.eval()
     return _jit_ops(graph, VIEW_ONNX_JIT)
@@ -387,12 +492,14 @@ def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views
         try:
             exported = torch.export.export(instance, tuple(fake_args), kwargs=fake_kwargs or None, strict=False)
         except Exception as error:  # noqa: BLE001
-            raise GraphFailure(VIEW_EXPORT, f"torch.export failed: {_first_line(error)}",
+            raise GraphFailure(VIEW_EXPORT, f"{type(error).__name__}: {_first_line(error)}",
                                _user_site_of(error)) from None
         for view in wanted:
             try:
                 if view == VIEW_EXPORT:
                     decomposed = exported.run_decompositions()
+                elif view == VIEW_COREML_EXPORT:
+                    decomposed = exported.run_decompositions({})  # what coremltools' docs ask for
                 elif view == VIEW_EXECUTORCH:
                     decomposed = exported.run_decompositions(
                         _executorch_decomposition_table(options.get("executorch_decompositions") or {}))
@@ -400,7 +507,7 @@ def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views
                     decomposed = exported.run_decompositions(
                         _onnx_decomposition_table(options.get("onnx_export_ops") or []))
             except Exception as error:  # noqa: BLE001
-                raise GraphFailure(view, f"run_decompositions failed: {_first_line(error)}",
+                raise GraphFailure(view, f"run_decompositions: {type(error).__name__}: {_first_line(error)}",
                                    _user_site_of(error)) from None
             found += _fx_ops(decomposed.graph_module, view)
     instance.eval()

@@ -78,6 +78,12 @@ def protect_loaded_modules() -> None:
     depends on (which it may import later, lazily) stay the library's."""
     _PROTECTED.update(name.split(".")[0] for name in list(sys.modules))
     _PROTECTED.update(_dependency_modules("torch"))
+    # Packages torch (and atenlint's exporters) import lazily without declaring them.
+    _PROTECTED.update(name for name in _LAZY_LIBRARIES if importlib.util.find_spec(name) is not None)
+
+
+_LAZY_LIBRARIES = ("numpy", "onnx", "onnxscript", "onnxruntime", "coremltools", "executorch", "triton", "optree",
+                   "packaging", "scipy", "opt_einsum", "expecttest")
 
 
 def _dependency_modules(distribution: str) -> set[str]:
@@ -390,7 +396,7 @@ def build(cls: type, module: Any, init: Optional[str], config: Optional[dict] = 
 
     def make() -> Any:
         if function is not None:
-            made = call_with_fallback(function, available)
+            made = _call_factory(function, available)
             if made is not None:
                 return made
             if missing:  # the generic factory declined this class
@@ -440,7 +446,7 @@ class _Declined(Exception):
     """The factories file's generic `init` returned None for this class."""
 
 
-def call_with_fallback(function: Any, available: dict) -> Any:
+def _call_factory(function: Any, available: dict) -> Any:
     from .building import call_with
 
     return call_with(function, available, first="cls")

@@ -586,9 +586,11 @@ def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> d
     produces (the dynamo ONNX target tells the tables apart by each node's `via`); the
     TorchScript views ("jit", "onnx-jit"): the call itself, as `torch.jit.trace` records it.
     """
-    if view not in ("dispatch", "export", "onnx-export", "executorch-export"):
+    if view not in ("dispatch", "export", "onnx-export", "executorch-export", "coreml-export"):
         return {"op": op_name, "calls": None}
-    if view != "dispatch":
+    if view == "coreml-export":
+        return {"op": op_name, "calls": None}  # run_decompositions({}) keeps what the script calls
+    if view == "onnx-export":
         view = "export"
     key = (op_name, _freeze(known), view)
     tree = _TREE_CACHE.get(key)
@@ -597,10 +599,10 @@ def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> d
         resolved = resolve_overload(qualified, overload)
         if resolved is None:
             tree = None
-        elif view == "export":
+        elif view in ("export", "executorch-export"):
             from .export_decompose import export_tree
 
-            tree = export_tree(resolved, known)
+            tree = export_tree(resolved, known, executorch=view == "executorch-export")
         else:
             tree = call_tree(resolved, known)
         if tree is None:

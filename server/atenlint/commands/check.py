@@ -137,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         report.findings, baselined = new_findings(report.findings, baseline)
     _write_output(args, _render(args, report, fixed, baselined))
     counts = report.counts()
+    if any(f.code == "ATL099" for f in report.findings):
+        return EXIT_INTERNAL  # atenlint itself failed on some file: it was not checked
     if args.write_baseline or args.exit_zero:
         return EXIT_CLEAN
     if getattr(args, "require_exec", False) and report.not_executed:

@@ -48,6 +48,69 @@ class Encoding:
         return types.Position(position.line, column)
 
 
+# What an editor's list (VS Code's Problems panel, a Vim echo line) shows of a message.
+HEADLINE_LIMIT = 100
+# Where a message may be cut into its gist and its details, best first.
+_CLAUSE_ENDS = ("; ", ". ", " — ", ": ")
+_SUPPORTED_FROM = re.compile(r"supported(?: on [\w-]+)? from torch (\d+\.\d+)")
+
+
+def headline(finding: Finding) -> str:
+    """The first clause of the message, carrying its gist within `HEADLINE_LIMIT`
+    characters: the op and the verdict (the squiggle already shows which call), what it
+    means, and from which torch it is supported. The whole message goes to the hover and to
+    `relatedInformation`."""
+    message = finding.message.strip()
+    # "`self.pool` reaches `aten::X`, which has no MPS kernel" -> "`aten::X` has no MPS kernel"
+    message = re.sub(r"^`[^`]+` reaches (`[^`]+`), which torch ([\w.+]+) always runs (.*?) on ([\w-]+)",
+                     r"\1 always runs \3 on \4 in torch \2", message)
+    message = re.sub(r"^`[^`]+` reaches (`[^`]+`), which ", r"\1 ", message)
+    head = _first_clause(message, room=16 if finding.code == "MPS001" else 0)  # " → CPU fallback"
+    extras = []
+    if finding.code == "MPS001" and "runs on the CPU" in message:
+        extras.append(" → CPU fallback")
+    supported = _SUPPORTED_FROM.search(message)
+    if supported and supported.group(0) not in head:
+        extras.append(f"; supported from {supported.group(1)}")
+    if "only on a path" in message and "only on a path" not in head:
+        extras.append(" (on a path chosen at run time)")
+    for extra in extras:
+        if len(head) + len(extra) <= HEADLINE_LIMIT:
+            head += extra
+    if len(head) > HEADLINE_LIMIT:
+        cut = head.rfind(" ", 0, HEADLINE_LIMIT - 1)
+        head = head[:cut if cut > HEADLINE_LIMIT // 2 else HEADLINE_LIMIT - 1].rstrip(" ,;:(") + "…"
+    return head
+
+
+def _first_clause(message: str, room: int = 0) -> str:
+    """The longest prefix ending at a top-level clause boundary (outside backticks and
+    brackets) that fits the limit (less `room`); a head too short to say why ("`X` was not
+    analysed") takes the next clause too, cut later if need be."""
+    cuts: list[int] = []
+    depth, quoted = 0, False
+    for index, char in enumerate(message):
+        if char == "`":
+            quoted = not quoted
+        elif not quoted and char in "([{":
+            depth += 1
+        elif not quoted and char in ")]}":
+            depth = max(0, depth - 1)
+        elif not quoted and depth == 0 and any(message.startswith(end, index) for end in _CLAUSE_ENDS):
+            if char == "." and index > 0 and message[index - 1].isdigit():
+                continue  # "2.13. " is a version, not a sentence end
+            cuts.append(index)
+    cuts.append(len(message))
+    fitting = [c for c in cuts if c <= HEADLINE_LIMIT - room]
+    end = fitting[-1] if fitting else cuts[0]
+    while end < len(message) and end < _SHORT_HEAD:
+        end = next(c for c in cuts if c > end)
+    return message[:end]
+
+
+_SHORT_HEAD = 60
+
+
 def diagnostic(finding: Finding, source: Optional[SourceText], encoding: Encoding) -> types.Diagnostic:
     related = []
     for item in finding.related:
@@ -56,16 +119,31 @@ def diagnostic(finding: Finding, source: Optional[SourceText], encoding: Encodin
             range=types.Range(types.Position(item["line"], item["character"]),
                               types.Position(item["line"], item["character"])))
         related.append(types.DiagnosticRelatedInformation(location=location, message=item["message"]))
+    rng = encoding.to_client(finding.range, source)
+    message = headline(finding)
+    if message != finding.message:
+        # The details, where every client lists them under the diagnostic.
+        related.insert(0, types.DiagnosticRelatedInformation(
+            location=types.Location(uri=_uri(finding.abs_path or finding.path), range=rng),
+            message=finding.message))
     return types.Diagnostic(
-        range=encoding.to_client(finding.range, source),
-        message=finding.message,
+        range=rng,
+        message=message,
         severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.code,
-        code_description=types.CodeDescription(href=f"{DOCS_URL}{finding.code.lower()}"),
+        code_description=types.CodeDescription(href=rule_url(finding.code)),
         source="atenlint",
         related_information=related or None,
         data=diagnostic_data(finding),
     )
+
+
+RULES_URL = "https://github.com/atenlint/atenlint/blob/main/docs/rules.md#"
+
+
+def rule_url(code: str) -> str:
+    """docs/rules.md has one anchor per code (`tests/lsp/test_rules_doc.py` checks it)."""
+    return f"{RULES_URL}{code.lower()}"
 
 
 def diagnostic_data(finding: Finding) -> dict:
@@ -349,23 +427,43 @@ def _overlaps(a: Range, b: Range) -> bool:
 # -- hover -------------------------------------------------------------------------
 
 
-def hover_markdown(site, torch_version: str, notes: Optional[list] = None) -> str:
-    lines = [f"**`{site.call}`** calls " + ", ".join(f"`{op}`" for op in site.ops)]
+def hover_markdown(site, torch_version: str, notes: Optional[list] = None, markdown: bool = True) -> str:
+    """The call, its overloads, each target's verdict once (in full: the diagnostic shows only
+    its headline), and advice that is not already in a verdict. `markdown=False` for clients
+    that render plain text (no literal backticks or asterisks)."""
+    lines = [f"**`{site.call}`** → " + ", ".join(f"`{op}`" for op in site.ops)]
     reached = [op for op in site.reached if op not in site.ops]
     if reached:
-        lines.append("")
-        lines.append("reaches " + ", ".join(f"`{op}`" for op in reached[:12]) + (" …" if len(reached) > 12 else ""))
-    lines.append("")
+        lines += ["", "reaches " + ", ".join(f"`{op}`" for op in reached[:12]) + (" …" if len(reached) > 12 else "")]
+    supported = []
+    verdicts = []
     for target, verdict in sorted(site.verdicts.items()):
         if verdict["status"] == "supported":
-            lines.append(f"- **{target}**: supported")
+            supported.append(target)
         elif verdict["status"] == "conditional":
-            lines.append(f"- **{target}**: may fall back ({', '.join(verdict['ops'])}), on a path chosen at run time")
+            verdicts.append(f"**{target}**: may fall back ({', '.join(verdict['ops'])}) on a path chosen at run time")
         else:
-            lines.append(f"- **{target}**: {verdict['message']}")
-    if notes:
-        lines.append("")
-        lines.extend(f"> {note}" for note in notes)
-    lines.append("")
-    lines.append(f"_torch {torch_version}, {site.capture} capture_")
-    return "\n".join(lines)
+            text = re.sub(r"^`[^`]+` reaches ", "reaches ", verdict.get("message") or "")
+            verdicts.append(f"**{target}**: {text}")
+    for verdict in verdicts:
+        lines += ["", verdict]
+    if supported:
+        lines += ["", "Runs on " + ", ".join(f"**{t}**" for t in supported) + "."]
+    said = " ".join(verdicts)
+    extra = []
+    for note in notes or []:
+        if note and note not in extra and note[:60] not in said:
+            extra.append(note)
+    for note in extra:
+        lines += ["", f"> {note}"]
+    lines += ["", f"_torch {torch_version}, {site.capture} capture_"]
+    text = "\n".join(lines)
+    return text if markdown else plain_text(text)
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown markers a plain-text client would show literally, removed."""
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", markdown)
+    text = re.sub(r"(?<![\w])_(.+?)_(?![\w])", r"\1", text)
+    text = text.replace("`", "")
+    return re.sub(r"^> ", "", text, flags=re.M)

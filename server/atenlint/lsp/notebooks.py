@@ -23,9 +23,10 @@ from ..notebook_check import cell_problems
 from ..sourcetext import SourceText
 from . import convert
 
-# Every notebook whose cells include Python ones (Jupyter's, VS Code's interactive window, ...).
+# Every notebook type ("*": Jupyter's, VS Code's interactive window, ...), its Python cells.
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
-    notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])],
+    notebook_selector=[types.NotebookDocumentFilterWithCells(notebook="*",
+                                                             cells=[types.NotebookCellLanguage(language="python")])],
     save=True)
 
 

@@ -303,7 +303,7 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams):
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: AtenlintServer, params: types.HoverParams) -> Optional[types.Hover]:
     uri = params.text_document.uri
-    source = ls._source(uri)
+    source = ls._shown_source(uri)
     position = ls.encoding.from_client(params.position, source)
     result = ls.session.last_result(uri)
     site = call_site_at(result, position.line, position.character)
@@ -314,9 +314,18 @@ def hover(ls: AtenlintServer, params: types.HoverParams) -> Optional[types.Hover
     notes = [fix.get("description") or fix.get("title") for finding in findings_at(result, position.line,
                                                                                    position.character)
              for fix in finding.fixes if not fix.get("edits")]
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                    value=convert.hover_markdown(site, torch, notes)),
-                       range=ls.encoding.to_client(site.range, source))
+    markdown = _hover_markdown_ok(ls)
+    return types.Hover(contents=types.MarkupContent(
+        kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
+        value=convert.hover_markdown(site, torch, notes, markdown=markdown)),
+        range=ls.encoding.to_client(site.range, source))
+
+
+def _hover_markdown_ok(ls: AtenlintServer) -> bool:
+    """Markdown unless the client says it renders plain text only (or prefers it)."""
+    text_document = ls.client_capabilities.text_document if ls.client_capabilities else None
+    formats = text_document.hover.content_format if text_document and text_document.hover else None
+    return not formats or formats[0] == types.MarkupKind.Markdown
 
 
 @server.command(CHECK_WORKSPACE)

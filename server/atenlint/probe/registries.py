@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 PACKAGES = ("torch", "onnx", "onnxscript", "coremltools", "executorch")
-FORMAT = 5
+FORMAT = 6
 
 
 def versions() -> dict:
@@ -217,7 +217,13 @@ def coreml() -> dict:
         def sanitize_op_kind(kind: str) -> str:
             return kind
 
-    names = sorted({_name(op).split(".")[0] for op in _aten_overloads()})
+    import torch
+
+    # Every name a traced graph can hold: dispatcher ops and TorchScript's own builtins
+    # (`aten::Int`, `aten::__getitem__`, `aten::len`), asked exactly as the frontend asks.
+    names = {_name(op).split(".")[0] for op in _aten_overloads()}
+    names |= {schema.name for schema in torch._C._jit_get_all_schemas() if schema.name.startswith("aten::")}
+    names = sorted(names)
     supported = [name for name in names if _TORCH_OPS_REGISTRY.get_func(sanitize_op_kind(name)) is not None]
     # Library ops it translates under their own namespace (`torchvision::nms`).
     library = sorted(k for k in _TORCH_OPS_REGISTRY.name_to_func_mapping if "::" in k and not k.startswith("aten::"))

@@ -65,7 +65,7 @@ def build_target(name: str, settings, native: NativeTable, hello: dict, registri
     if name == "coreml":
         from .coreml import CoreMLTarget
 
-        return CoreMLTarget(section(registries, "coreml"), version)
+        return CoreMLTarget(section(registries, "coreml"), version, getattr(settings, "coreml_frontend", "torchscript"))
     match = names.ONNX_OPSET.fullmatch(name)
     if name == "onnx" or match:
         from .onnx import OnnxTarget

@@ -14,11 +14,12 @@ class CoreMLTarget:
     name = "coreml"
     description = "Core ML through coremltools.convert"
     device = "cpu"
-    # coremltools' default PyTorch frontend converts a torch.jit.trace graph: judged on the
-    # names that trace records (capture/graphs.py), not on what the dispatcher later runs.
-    tree_view = "jit"
-
-    def __init__(self, data: dict, torch_version: str):
+    def __init__(self, data: dict, torch_version: str, frontend: str = "torchscript"):
+        # coremltools' default PyTorch frontend converts a torch.jit.trace graph: judged on
+        # the names that trace records (capture/graphs.py), not on what the dispatcher later
+        # runs; `coreml-frontend = "export"` judges its ExportedProgram frontend instead.
+        self.frontend = frontend
+        self.tree_view = "jit" if frontend == "torchscript" else "coreml-export"
         self.data = data
         self.available = bool(data.get("available"))
         self.ops = set(data.get("ops", ())) | set(data.get("library_ops", ()))
@@ -58,5 +59,7 @@ class CoreMLTarget:
 
     def status(self) -> dict:
         data = {"op registry": f"coremltools {self.data.get('version')}: {len(self.ops)} aten op names"
-                if self.available else self.data.get("reason")}
+                if self.available else self.data.get("reason"),
+                "frontend": "torch.jit.trace graph" if self.frontend == "torchscript"
+                else "torch.export ExportedProgram (run_decompositions({}))"}
         return {"target": self.name, "available": self.available, "description": self.description, "data": data}

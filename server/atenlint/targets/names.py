@@ -18,6 +18,9 @@ TARGETS = {
 ALIASES = {}
 ONNX_OPSET = re.compile(r"onnx:(?P<opset>\d+)")
 ONNX_EXPORTERS = ("dynamo", "torchscript")
+# coremltools' PyTorch frontends: a torch.jit.trace graph (its documented default) or an
+# ExportedProgram (`ct.convert(torch.export.export(...).run_decompositions({}))`).
+COREML_FRONTENDS = ("torchscript", "export")
 
 
 def known(name: str) -> bool:

@@ -112,7 +112,7 @@ def _isolated(function: Callable[[dict], dict], params: dict) -> dict:
         with SANDBOX.analysing(path, roots) as refusals:
             answer = function(params)
     finally:
-        problems = state.restore(before, _user_modules(roots, before.modules))
+        problems = state.restore(before, _user_modules(roots, before.modules), _user_files(roots, path))
     if alias is not None:
         answer = _replace_strings(answer, alias, path)
     answer["refusals"] = refusals
@@ -153,6 +153,20 @@ def _replace_strings(value: Any, old: str, new: str) -> Any:
     if isinstance(value, dict):
         return {k: _replace_strings(v, old, new) for k, v in value.items()}
     return value
+
+
+def _user_files(roots: list[str], path: str) -> Callable[[str], bool]:
+    from atenlint.capture.paths import is_library_file
+
+    prefixes = tuple(os.path.realpath(r).rstrip(os.sep) + os.sep for r in roots + [os.path.dirname(path)] if r)
+
+    def is_user(filename: str) -> bool:
+        if not filename or filename.startswith("<"):
+            return False
+        real = os.path.realpath(filename)
+        return real.startswith(prefixes) and not is_library_file(real)
+
+    return is_user
 
 
 def _user_modules(roots: list[str], before: dict) -> Callable[[Any], bool]:

@@ -133,6 +133,7 @@ class Sandbox:
             "os.kill": self._signal,
             "os.killpg": self._signal,
             "signal.pthread_kill": lambda a: None,  # threads of this process only
+            "ctypes.dlsym": self._ctypes_symbol,
         }
 
     # -- setup -----------------------------------------------------------
@@ -206,7 +207,14 @@ class Sandbox:
     # -- the hook --------------------------------------------------------
     def _hook(self, event: str, args: tuple) -> None:
         handler = self._handlers.get(event)
-        if handler is None or not self.enabled or getattr(self._permitted, "on", False):
+        if handler is None:
+            if event == "sys.addaudithook" and self.enabled and not getattr(self._permitted, "on", False):
+                # A hook of the analysed code could not be removed after its file (it would
+                # see or break every later analysis): CPython silently skips adding a hook
+                # when an existing one raises RuntimeError.
+                raise RuntimeError("atenlint's worker does not take audit hooks from analysed code")
+            return
+        if not self.enabled or getattr(self._permitted, "on", False):
             return
         verdict = handler(args)
         if verdict is None:
@@ -337,12 +345,27 @@ class Sandbox:
         return None if outside is None else ("write", f"open the database `{_short(outside)}`")
 
     @staticmethod
+    def _ctypes_symbol(args: tuple) -> Optional[tuple[str, str]]:
+        """The C functions that would start a process or open a connection behind the
+        audit events' back (ctypes offers other ways: this is a speed bump, not a wall)."""
+        name = args[1] if len(args) > 1 else None
+        if isinstance(name, bytes):
+            name = name.decode("ascii", "replace")
+        if isinstance(name, str) and name in _C_SPAWNING:
+            return "process", f"call the C function `{name}` through ctypes"
+        return None
+
+    @staticmethod
     def _signal(args: tuple) -> Optional[tuple[str, str]]:
         pid = args[0] if args else None
         if pid in (0, os.getpid()):
             return None  # itself (its own process group: the worker runs in its own session)
         return "signal", f"send signal {args[1] if len(args) > 1 else '?'} to process {pid}"
 
+
+_C_SPAWNING = frozenset({"system", "popen", "fork", "vfork", "execv", "execve", "execvp", "execvpe", "execl",
+                         "execle", "execlp", "fexecve", "posix_spawn", "posix_spawnp", "clone", "clone3", "connect",
+                         "kill", "ptrace"})
 
 _REASONS = {"process": "start processes", "network": "use the network",
             "write": "write files outside atenlint's temporary folder", "signal": "signal other processes",

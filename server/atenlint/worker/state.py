@@ -137,7 +137,7 @@ def snapshot() -> Snapshot:
         cwd=os.getcwd(),
         signals={s: signal.getsignal(s) for s in _catchable_signals()},
         namespaces={name: dict(namespace) for name, namespace, _, _ in _namespaces()},
-        threads={t.ident for t in threading.enumerate()},
+        threads={t.ident for t in threading.enumerate()} | _LIBRARY_THREADS,
         script_classes=set(torch.jit._state._script_classes),
     )
 
@@ -162,7 +162,8 @@ def _catchable_signals() -> list:
     return out
 
 
-def restore(before: Snapshot, user_module: Callable[[Any], bool]) -> list[str]:
+def restore(before: Snapshot, user_module: Callable[[Any], bool],
+            user_file: Callable[[str], bool] = lambda path: False) -> list[str]:
     """Put everything back as `before` had it; the reasons the worker must be recycled
     (state that cannot be restored), empty when it was all restored."""
     problems: list[str] = []
@@ -191,7 +192,7 @@ def restore(before: Snapshot, user_module: Callable[[Any], bool]) -> list[str]:
     attempt("patched library attributes", lambda: _restore_namespaces(before, user_module))
     attempt("the TorchScript caches", lambda: _forget_script_types(before, user_module))
     gc.collect()
-    leftover = _leftover_threads(before)
+    leftover = _leftover_threads(before, user_file)
     if leftover:
         problems.append(f"it left {len(leftover)} thread{'s' if len(leftover) > 1 else ''} running "
                         f"({', '.join(sorted(leftover)[:3])})")
@@ -310,8 +311,26 @@ def _forget_script_types(before: Snapshot, user_module: Callable[[Any], bool]) -
         _state._script_classes.pop(cls, None)
     for name in [n for n, c in _state._name_to_pyclass.items() if c in new_classes]:
         del _state._name_to_pyclass[name]
-    if new_classes:
+    _Counter.files += 1
+    if new_classes or _Counter.files % FULL_SCRIPT_RESET_EVERY == 0:
+        # Module types and their methods live in TorchScript's global compilation unit
+        # under fresh mangled names per import: they are only freed by clearing it, which
+        # invalidates every cached type, so the type store and class state go with it
+        # (as torch's own test suite does between tests). Library module types are
+        # compiled again on first use: done every few files, not after each.
+        gc.collect()
         torch._C._jit_clear_class_registry()
+        _recursive.concrete_type_store = _recursive.ConcreteTypeStore()
+        _state._clear_class_state()
+
+
+# Files between two full TorchScript resets (each costs recompiling the library modules
+# the next file uses; without them the worker grows by some 30 KB per file).
+FULL_SCRIPT_RESET_EVERY = 25
+
+
+class _Counter:
+    files = 0
 
 
 def _defined_by_user(cls: Any, user_module: Callable[[Any], bool]) -> bool:
@@ -319,9 +338,38 @@ def _defined_by_user(cls: Any, user_module: Callable[[Any], bool]) -> bool:
     return module is None or user_module(module)
 
 
-def _leftover_threads(before: Snapshot, grace: float = 0.2) -> list[str]:
-    """Python threads the file started that are still running after a short grace."""
+def _leftover_threads(before: Snapshot, user_file: Callable[[str], bool], grace: float = 0.2) -> list[str]:
+    """Threads of the file's own code still running after a short grace. A library's
+    long-lived helper thread (tqdm's monitor, a thread pool) is the library's business
+    and stays: it is counted as the worker's from then on."""
     new = [t for t in threading.enumerate() if t.ident not in before.threads and t.is_alive()]
     for thread in new:
         thread.join(grace / max(len(new), 1))
-    return [t.name for t in new if t.is_alive()]
+    frames = sys._current_frames()
+    leftover = []
+    for thread in new:
+        if not thread.is_alive():
+            continue
+        if _runs_user_code(thread, frames.get(thread.ident), user_file):
+            leftover.append(thread.name)
+        else:
+            before.threads.add(thread.ident)
+            _LIBRARY_THREADS.add(thread.ident)
+    return leftover
+
+
+_LIBRARY_THREADS: set = set()
+
+
+def _runs_user_code(thread: threading.Thread, frame: Any, user_file: Callable[[str], bool]) -> bool:
+    """The thread's target is the file's own code, or its stack is in it right now."""
+    for function in (getattr(thread, "_target", None), getattr(thread, "function", None),
+                     getattr(type(thread), "run", None)):
+        code = getattr(function, "__code__", None)
+        if code is not None and user_file(code.co_filename):
+            return True
+    while frame is not None:
+        if user_file(frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
