@@ -90,6 +90,15 @@ def test_a_cell_that_does_not_parse_is_left_out_and_reported():
     assert "cannot parse this cell" in problem.message
 
 
+def test_future_imports_in_later_cells_keep_the_module_valid():
+    cells = [Cell(0, "code", "from __future__ import annotations\nimport torch"),
+             Cell(1, "code", "from __future__ import annotations\nx: Undefined = 1")]
+    module = build_module(cells)
+    assert module.text.splitlines() == ["from __future__ import annotations", "import torch", "pass",
+                                        "x: Undefined = 1"]
+    compile(module.text, "nb", "exec")
+
+
 def test_cells_of_other_languages_are_not_python():
     text = notebook(("code", "library(torch)"), language="R")
     assert build_module(parse_notebook(text.encode())).text == "\n"

@@ -81,18 +81,22 @@ def test_sarif_is_valid_and_agrees_with_the_json_format(pool, monkeypatch, capsy
 
 def test_fingerprints_survive_an_unrelated_edit_above(pool, monkeypatch, capsys, tmp_path):
     root = make_workspace(tmp_path)
-    before, _ = sarif_and_json(pool, monkeypatch, capsys, root, "--no-exec")
+
+    def sarif():
+        return json.loads(run_check(pool, monkeypatch, capsys, root, ".", "--no-exec", "--format", "sarif")[1])
+
+    before = sarif()
     model = os.path.join(root, "src", "model.py")
     text = open(model, encoding="utf-8").read()
     with open(model, "w", encoding="utf-8") as handle:
         handle.write('"""Scoring."""\n\nimport math\n' + text)
-    after, _ = sarif_and_json(pool, monkeypatch, capsys, root, "--no-exec")
+    after = sarif()
 
-    def prints(sarif):
+    def prints(document):
         return sorted((r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
                        r["partialFingerprints"]["atenlintCallHash/v1"],
                        r["locations"][0]["physicalLocation"]["region"]["startLine"])
-                      for r in sarif["runs"][0]["results"])
+                      for r in document["runs"][0]["results"])
 
     old, new = prints(before), prints(after)
     assert [(u, f) for u, f, _ in old] == [(u, f) for u, f, _ in new]

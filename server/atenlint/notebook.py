@@ -204,9 +204,20 @@ def build_module(cells: list[Cell]) -> VirtualModule:
             if problem.message:
                 problems.append(problem)
             cell_lines = [""] * len(cell_lines)
+        if any(_has_code(line) for line in lines):
+            # Jupyter compiles each cell alone; one module allows `from __future__` only at its top.
+            cell_lines = ["pass" if _FUTURE_IMPORT.match(line) else line for line in cell_lines]
         spans.append(CellSpan(cell.index, len(lines), len(cell_lines)))
         lines.extend(cell_lines)
     return VirtualModule("\n".join(lines) + "\n", spans, problems, texts)
+
+
+_FUTURE_IMPORT = re.compile(r"^from\s+__future__\s+import\s+[\w\s,]+(#.*)?$")
+
+
+def _has_code(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
 
 
 def python_cell_lines(source: str) -> list[str]:

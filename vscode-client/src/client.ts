@@ -51,7 +51,8 @@ export const createLanguageClientConnection: ConnectionFactory = (plan, hooks) =
         outputChannel: hooks.log,
         traceOutputChannel: hooks.log,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
-        diagnosticCollectionName: CLIENT_ID,
+        // No diagnosticCollectionName: the pull collection takes the server's identifier ('atenlint'),
+        // and a push collection of the same name logs "DiagnosticCollection ... does already exist".
         initializationOptions: plan.initializationOptions,
         initializationFailedHandler: (error) => {
             traceError('The server failed to initialize:', error);

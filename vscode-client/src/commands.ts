@@ -118,7 +118,41 @@ async function selectTargets(context: vscode.ExtensionContext, manager: ServerMa
     traceInfo(`Targets set to ${picked.map((p) => p.label).join(', ')} (${vscode.ConfigurationTarget[scope]} settings).`);
 }
 
-async function showReport(manager: ServerManager): Promise<void> {
+/** The scheme of the op reports: read-only virtual documents, never an unsaved `Untitled-1` tab. */
+export const REPORT_SCHEME = 'atenlint-report';
+
+/** The report's URI for a file: `atenlint-report:/Op report of video.py.md?<the file's URI>`. */
+export function reportUri(fileUri: string): string {
+    const name = fileUri.split('/').pop() || 'file';
+    return `${REPORT_SCHEME}:/${encodeURIComponent(`Op report of ${decodeURIComponent(name)}.md`)}?${encodeURIComponent(fileUri)}`;
+}
+
+class ReportDocuments implements vscode.TextDocumentContentProvider {
+    private readonly reports = new Map<string, string>();
+    private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+    readonly onDidChange = this.changed.event;
+
+    set(uri: vscode.Uri, markdown: string): void {
+        this.reports.set(uri.toString(), markdown);
+        this.changed.fire(uri);
+    }
+
+    provideTextDocumentContent(uri: vscode.Uri): string {
+        return this.reports.get(uri.toString()) ?? '';
+    }
+}
+
+let reports: ReportDocuments | undefined;
+
+function reportDocuments(context: vscode.ExtensionContext): ReportDocuments {
+    if (reports === undefined) {
+        reports = new ReportDocuments();
+        context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, reports));
+    }
+    return reports;
+}
+
+async function showReport(context: vscode.ExtensionContext, manager: ServerManager): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     if (editor === undefined || editor.document.languageId !== 'python' || editor.document.uri.scheme !== 'file') {
         await vscode.window.showInformationMessage('atenlint: open a Python file on disk to see its op report.');
@@ -134,7 +168,9 @@ async function showReport(manager: ServerManager): Promise<void> {
         if (markdown === undefined) {
             throw new Error(`the server answered ${JSON.stringify(answer)}, not a report`);
         }
-        const document = await vscode.workspace.openTextDocument({ language: 'markdown', content: markdown });
+        const uri = vscode.Uri.parse(reportUri(editor.document.uri.toString()));
+        reportDocuments(context).set(uri, markdown);
+        const document = await vscode.workspace.openTextDocument(uri);
         try {
             await vscode.commands.executeCommand('markdown.showPreviewToSide', document.uri);
         } catch {
@@ -152,6 +188,6 @@ export function registerCommands(context: vscode.ExtensionContext, manager: Serv
         vscode.commands.registerCommand(COMMANDS.showLogs, () => showLogs()),
         vscode.commands.registerCommand(COMMANDS.checkWorkspace, () => checkWorkspace(manager)),
         vscode.commands.registerCommand(COMMANDS.selectTargets, () => selectTargets(context, manager)),
-        vscode.commands.registerCommand(COMMANDS.showReport, () => showReport(manager)),
+        vscode.commands.registerCommand(COMMANDS.showReport, () => showReport(context, manager)),
     );
 }

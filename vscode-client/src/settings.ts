@@ -21,6 +21,8 @@ export interface ExtensionSettings {
     targets: string[] | undefined;
     trigger: Trigger;
     onTypeDelayMs: number;
+    /** Import and run unsaved buffers (off: only saved files run; unsaved text gets the static pass). */
+    executeUnsaved: boolean;
     severity: Record<string, SeverityName>;
     /** Undefined when no settings scope sets it: each project's pyproject.toml decides. */
     timeout: number | undefined;
@@ -34,6 +36,7 @@ export const DEFAULT_SETTINGS: Readonly<ExtensionSettings> = Object.freeze({
     targets: undefined,
     trigger: 'onSave',
     onTypeDelayMs: 500,
+    executeUnsaved: false,
     severity: {},
     timeout: undefined,
     workers: 1,
@@ -50,6 +53,7 @@ export interface ServerSettings {
     targets: string[] | null;
     trigger: Trigger;
     onTypeDelayMs: number;
+    executeUnsaved: boolean;
     severity: Record<string, SeverityName>;
     timeout: number | null;
     workers: number;
@@ -107,6 +111,13 @@ export function sanitizeSettings(raw: Partial<Record<keyof ExtensionSettings, un
             settings.onTypeDelayMs = Math.round(delay);
         } else {
             bad('onTypeDelayMs', raw.onTypeDelayMs, 'a number of milliseconds between 0 and 60000');
+        }
+    }
+    if (raw.executeUnsaved !== undefined && raw.executeUnsaved !== null) {
+        if (typeof raw.executeUnsaved === 'boolean') {
+            settings.executeUnsaved = raw.executeUnsaved;
+        } else {
+            bad('executeUnsaved', raw.executeUnsaved, 'true or false');
         }
     }
     if (raw.severity !== undefined && raw.severity !== null) {
@@ -190,6 +201,8 @@ export function readSettings(scope: vscode.ConfigurationScope | undefined, trust
         targets: explicitValue(config.inspect<unknown>('targets')),
         trigger: config.get('trigger'),
         onTypeDelayMs: config.get('onTypeDelayMs'),
+        // Running unsaved code is the user's own choice: never taken from an untrusted folder.
+        executeUnsaved: restrictedValue(config.inspect<unknown>('executeUnsaved'), trusted),
         severity: config.get('severity'),
         timeout: explicitValue(config.inspect<unknown>('timeout')),
         workers: config.get('workers'),
@@ -203,6 +216,7 @@ export function toServerSettings(settings: ExtensionSettings, runtime: { trusted
         targets: settings.targets ? [...settings.targets] : null,
         trigger: settings.trigger,
         onTypeDelayMs: settings.onTypeDelayMs,
+        executeUnsaved: settings.executeUnsaved,
         severity: { ...settings.severity },
         timeout: settings.timeout ?? null,
         workers: settings.workers,

@@ -15,6 +15,10 @@ export interface ServerStatus {
     trusted: boolean;
     lastError: string | null;
     message: string | null;
+    /** Notes about the whole run, said once (e.g. "coremltools is not installed"). */
+    notes?: string[];
+    /** Check Workspace runs in the server (its checks do not show as per-file "busy"). */
+    workspaceChecks?: number;
 }
 
 /** Where the extension is with its server, whether or not the server has said anything yet. */
@@ -67,6 +71,8 @@ export function parseStatus(params: unknown): ServerStatus | undefined {
         trusted: p.trusted !== false,
         lastError: (p.lastError as string | null | undefined) ?? null,
         message: (p.message as string | null | undefined) ?? null,
+        notes: Array.isArray(p.notes) ? p.notes.filter((n): n is string => typeof n === 'string') : [],
+        workspaceChecks: typeof p.workspaceChecks === 'number' ? p.workspaceChecks : 0,
     };
 }
 
@@ -99,18 +105,28 @@ export function describeStatus(input: StatusInput): StatusView {
     if (server === undefined) {
         return { text, detail: 'starting…', severity: 'information', busy: true };
     }
-    parts.push(server.torch ? `torch ${server.torch}` : 'torch not found');
-    if (server.state === 'busy') {
-        parts.push(server.message ? oneLine(server.message, 60) : 'checking…');
+    if (server.state === 'starting') {
+        // The workers have not said which torch they have yet: "torch not found" would be a guess.
+        return { text, detail: 'starting…', severity: 'information', busy: true };
+    }
+    parts.push(server.torch ? `torch ${server.torch}` : server.state === 'error' ? 'torch not found' : 'torch ?');
+    if ((server.workspaceChecks ?? 0) > 0) {
+        parts.push('checking the workspace…');
         busy = true;
-    } else if (server.state === 'starting') {
-        parts.push('starting…');
+    } else if (server.state === 'busy') {
+        parts.push(server.message ? oneLine(server.message, 60) : 'checking…');
         busy = true;
     } else if (server.state === 'error') {
         parts.push(`error: ${oneLine(server.lastError ?? server.message ?? 'see the logs')}`);
         severity = 'error';
     } else {
         parts.push('idle');
+    }
+    for (const note of server.notes ?? []) {
+        parts.push(oneLine(note, 80));
+        if (severity === 'information') {
+            severity = 'warning';
+        }
     }
     if (!trusted) {
         parts.push('static analysis only');

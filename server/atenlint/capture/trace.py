@@ -53,7 +53,6 @@ class TracedOp:
     sites: tuple  # Site, outermost first
     training: bool
     dispatch: dict  # call tree as the backend dispatcher sees it
-    export: Optional[dict]
     dtypes_in: list = field(default_factory=list)
     dtypes_out: list = field(default_factory=list)
     max_dim: int = 0
@@ -92,13 +91,12 @@ def _call_sites(start: Any, stop_code: Any) -> tuple:
 
 class _TraceRecorder(TorchDispatchMode):
     """Records every op that reaches a backend, with its call tree (composites expanded as
-    their kernels do), its export-view tree, dtypes and the source sites leading to it."""
+    their kernels do), dtypes and the source sites leading to it."""
 
-    def __init__(self, stop_code: Any, training: bool, export_tables: Optional[tuple]):
+    def __init__(self, stop_code: Any, training: bool):
         super().__init__()
         self.stop_code = stop_code
         self.training = training
-        self.export_tables = export_tables
         self.found: list[TracedOp] = []
         self._open: list[list] = []
         self.guessed = False
@@ -115,7 +113,6 @@ class _TraceRecorder(TorchDispatchMode):
         if func is torch.ops.aten._local_scalar_dense.default:
             return self._guess_scalar(args[0])
         sites = _call_sites(sys._getframe(1), self.stop_code)
-        export = self._export_tree(func, args, kwargs)
         roots: list = []
         result = self._expand(func, args, kwargs, roots)
         tensors_in = [a for a in _flatten((args, kwargs)) if isinstance(a, torch.Tensor)]
@@ -128,7 +125,7 @@ class _TraceRecorder(TorchDispatchMode):
         made_before = self._made_before(tensors_in)
         self._made.update((id(t), t) for t in tensors_out)
         self.found.append(TracedOp(
-            op=canonical_name(func), sites=sites, training=self.training, dispatch=roots[0], export=export,
+            op=canonical_name(func), sites=sites, training=self.training, dispatch=roots[0],
             dtypes_in=sorted({str(t.dtype) for t in tensors_in}), dtypes_out=sorted({str(t.dtype) for t in tensors_out}),
             max_dim=_new_rank(tensors_in, tensors_out, made_before), guessed=self.guessed,
             float64_origin=origin, float64_first_use=bool(outside) and not origin,
@@ -144,23 +141,6 @@ class _TraceRecorder(TorchDispatchMode):
 
     def _made_before(self, tensors: list) -> set:
         return {id(t) for t in tensors if id(t) in self._made}
-
-    def _export_tree(self, func, args, kwargs) -> Optional[dict]:
-        if self.export_tables is None:
-            return None
-        from .export_decompose import _ExportRecorder, functional_variant
-
-        recorder = _ExportRecorder(*self.export_tables)
-        op = functional_variant(func)
-        try:
-            with recorder:
-                op(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - judged by the op itself then
-            return {"op": canonical_name(op), "calls": None}
-        name = canonical_name(op)
-        if len(recorder.roots) == 1 and recorder.roots[0]["op"] == name:
-            return recorder.roots[0]
-        return {"op": name, "calls": recorder.roots, "via": "default"}
 
     def _guess_scalar(self, tensor: torch.Tensor):
         """A Python number read from a tensor cannot be known without data: go on with a
@@ -191,7 +171,7 @@ class _ConstantWatcher(torch.overrides.TorchFunctionMode):
             recorder.found.append(TracedOp(
                 op="aten::lift_fresh", sites=_call_sites(sys._getframe(1), recorder.stop_code),
                 training=recorder.training, dispatch={"op": "aten::lift_fresh", "calls": None},
-                export={"op": "aten::lift_fresh", "calls": None}, dtypes_out=[str(result.dtype)],
+                dtypes_out=[str(result.dtype)],
                 max_dim=result.dim(), guessed=recorder.guessed, float64_origin=True))
         return result
 
@@ -284,7 +264,7 @@ def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], l
     failure: Optional[TraceFailure] = None
     for training in (True, False):
         instance.train(training)
-        recorder = _TraceRecorder(_run.__code__, training, None)
+        recorder = _TraceRecorder(_run.__code__, training)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -1,5 +1,6 @@
 """LSP 3.17 notebook documents: a notebook is analysed as the module of its code cells,
-and its diagnostics are published (or pulled) on each cell's own URI.
+and its diagnostics are published on each cell's own URI (pushed even to a client that
+pulls diagnostics for files: VS Code's never pulls cells).
 
 The session sees a notebook as one document whose text is that module (path: the
 .ipynb file); `NotebookDocuments` keeps, per notebook, the cells' URIs and the module's
@@ -17,7 +18,6 @@ from typing import Optional
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..findings import Finding
 from ..notebook import Cell, NotebookError, VirtualModule, build_module, place_in_cells, read_notebook
 from ..notebook_check import cell_problems
 from ..sourcetext import SourceText
@@ -141,7 +141,7 @@ def register(server) -> None:
         uri = params.notebook_document.uri
         view = ls.notebooks.remove(uri)
         ls.session.close(uri)
-        if view is not None and not ls.session.pull:  # nothing stale stays in any cell
+        if view is not None:  # nothing stale stays in any cell (pushed in either mode)
             for cell_uri in view.published:
                 ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
@@ -172,25 +172,10 @@ def is_cell(ls, uri: str) -> bool:
 
 
 async def cell_diagnostics(ls, params: types.DocumentDiagnosticParams):
-    """textDocument/diagnostic for a cell: the notebook's current result, this cell's part."""
-    uri = params.text_document.uri
-    view = ls.notebooks.of_cell(uri)
-    result = await ls.session.result_for(view.uri) if view is not None else None
-    if view is None or result is None:
-        return types.RelatedFullDocumentDiagnosticReport(items=[])
-    found = NotebookDocuments.per_cell(view, ls.session.findings_for(view.path), _shown_text(ls, view)).get(uri, [])
-    source = SourceText(view.cell_texts.get(uri, ""), view.path)
-    items = [convert.diagnostic(f, source, ls.encoding) for f in found]
-    result_id = f"{result.result_id}-{_digest(repr([(i.range, i.message, i.code) for i in items]))}"
-    if params.previous_result_id == result_id:
-        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-    return types.RelatedFullDocumentDiagnosticReport(result_id=result_id, items=items)
-
-
-def _digest(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
+    """textDocument/diagnostic for a cell: always empty. A cell's diagnostics are pushed
+    in either mode (VS Code's client pulls only documents shown in text tabs, never
+    cells), and a client that pulled them too would show each one twice."""
+    return types.RelatedFullDocumentDiagnosticReport(result_id="atenlint-cells-are-pushed", items=[])
 
 
 def code_actions(ls, params: types.CodeActionParams) -> Optional[list]:
@@ -260,4 +245,4 @@ def _ignore_actions(ls, view: NotebookView, uri: str, diag: types.Diagnostic, da
 
 
 __all__ = ["NOTEBOOK_SYNC", "NotebookDocuments", "register", "publish_cells", "is_cell", "cell_diagnostics",
-           "code_actions", "Finding"]
+           "code_actions"]

@@ -5,6 +5,7 @@ analyses anything."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 import uuid
@@ -13,6 +14,7 @@ from typing import Optional
 from lsprotocol import types
 from pygls.exceptions import FeatureAlreadyRegisteredError
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from .. import __version__
@@ -30,16 +32,46 @@ _LOG_LEVEL = {"error": types.MessageType.Error, "warning": types.MessageType.War
               "info": types.MessageType.Info, "debug": types.MessageType.Log}
 
 
+# The id of the request a handler serves (handlers' tasks inherit it from `_handle_request`).
+_REQUEST_ID: contextvars.ContextVar = contextvars.ContextVar("atenlint_request_id", default=None)
+
+
+class AtenlintProtocol(LanguageServerProtocol):
+    """pygls answers `$/cancelRequest` for `workspace/executeCommand` without reaching the
+    command's own task (it runs under another id), and warns about every cancel of a request
+    already answered (VS Code cancels pulls it no longer needs). Here a cancel also reaches
+    whatever registered for that request id, and a late one is not worth a warning."""
+
+    def _handle_request(self, msg_id, method_name, params):
+        token = _REQUEST_ID.set(msg_id)
+        try:
+            return super()._handle_request(msg_id, method_name, params)
+        finally:
+            _REQUEST_ID.reset(token)
+
+    def _handle_cancel_notification(self, msg_id):
+        self._server.request_cancelled(msg_id)
+        if msg_id not in self._request_futures:
+            return  # answered already: nothing to cancel
+        super()._handle_cancel_notification(msg_id)
+
+
 class AtenlintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("atenlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         notebook_document_sync=notebooks.NOTEBOOK_SYNC)
+                         notebook_document_sync=notebooks.NOTEBOOK_SYNC, protocol_cls=AtenlintProtocol)
+        self.cancellations: dict = {}  # request id -> threading.Event a running check watches
         self.notebooks = notebooks.NotebookDocuments()
         self.session: Optional[Session] = None
         self.encoding = convert.Encoding()
         self.supports_refresh = False
         self.supports_configuration = False
         self.loop: Optional[asyncio.AbstractEventLoop] = None
+
+    def request_cancelled(self, msg_id) -> None:
+        event = self.cancellations.get(msg_id)
+        if event is not None:
+            event.set()
 
     # -- Callbacks for the session (called on the event loop thread) ------
     def publish(self, uri: str, version: Optional[int], findings: list) -> None:
@@ -332,6 +364,16 @@ def _hover_markdown_ok(ls: AtenlintServer) -> bool:
 async def check_workspace(ls: AtenlintServer, *args) -> dict:
     token = str(uuid.uuid4())
     cancelled = threading.Event()
+    request_id = _REQUEST_ID.get()
+    if request_id is not None:
+        ls.cancellations[request_id] = cancelled  # `$/cancelRequest` sets it: the thread stops at the next file
+    try:
+        return await _check_workspace(ls, token, cancelled)
+    finally:
+        ls.cancellations.pop(request_id, None)
+
+
+async def _check_workspace(ls: AtenlintServer, token: str, cancelled: threading.Event) -> dict:
     created = False
     try:
         await ls.work_done_progress.create_async(token)

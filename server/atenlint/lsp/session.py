@@ -463,6 +463,8 @@ class Session:
         self._note_run_level(document.result)
         if self.pull:
             self.callbacks.refresh()
+            if is_notebook(document.path):  # clients pull no notebook cells (not tabs): push to each cell
+                self.callbacks.publish(document.uri, document.result.version, self.findings_for(document.path))
             return
         self.callbacks.publish(document.uri, document.result.version, self.findings_for(document.path))
         touched = set(document.result.foreign) | set(previous.foreign if previous else ())

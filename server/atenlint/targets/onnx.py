@@ -48,10 +48,10 @@ class OnnxTarget:
         if self.exporter != "torchscript":
             return op
         name = base_name(op)
-        # The exporter turns in-place calls into their functional ops before converting.
-        if name.endswith("_") and not name.endswith("__") and name not in self._first and name[:-1] in self._first:
-            return name[:-1]
-        return name
+        # The exporter's own lookup (`_run_symbolic_function`): a kind that ends with "_"
+        # loses that one underscore, so in-place `add_` is `add` and `__and__` is the
+        # registered `__and_`.
+        return name[:-1] if name.endswith("_") else name
 
     def _supported(self, op: str) -> bool:
         first = self._first.get(self._key(op))

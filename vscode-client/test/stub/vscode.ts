@@ -19,14 +19,14 @@ export class Uri {
         return new Uri('file', path.resolve(p));
     }
     static parse(value: string): Uri {
-        const match = /^([a-z][\w+.-]*):\/\/(.*)$/i.exec(value);
+        const match = /^([a-z][\w+.-]*):(?:\/\/)?(.*)$/i.exec(value);
         if (!match) {
             throw new Error(`not a URI: ${value}`);
         }
         return new Uri(match[1], match[1] === 'file' ? decodeURIComponent(match[2]) : match[2]);
     }
     get path(): string {
-        return this.fsPath;
+        return this.scheme === 'file' ? this.fsPath : this.fsPath.split('?')[0];
     }
     toString(): string {
         return `${this.scheme}://${this.scheme === 'file' ? encodeURI(this.fsPath) : this.fsPath}`;
@@ -166,7 +166,8 @@ export function grantTrust(): void {
     trustEmitter.fire();
 }
 
-export const openedDocuments: { language: string; content: string }[] = [];
+export const openedDocuments: { language: string; content: string; uri?: Uri }[] = [];
+const contentProviders = new Map<string, { provideTextDocumentContent(uri: Uri): string }>();
 
 export const workspace = {
     isTrusted: true,
@@ -175,9 +176,21 @@ export const workspace = {
     getWorkspaceFolder: (uri: Uri) => workspace.workspaceFolders?.find((f) => uri.fsPath.startsWith(f.uri.fsPath)),
     onDidChangeConfiguration: configurationEmitter.event,
     onDidGrantWorkspaceTrust: trustEmitter.event,
-    openTextDocument: async (options: { language: string; content: string }) => {
+    openTextDocument: async (options: { language: string; content: string } | Uri) => {
+        if (options instanceof Uri) {
+            // A virtual document: its text comes from the provider registered for its scheme.
+            const provider = contentProviders.get(options.scheme);
+            const content = provider ? provider.provideTextDocumentContent(options) : '';
+            const language = options.path.endsWith('.md') ? 'markdown' : 'plaintext';
+            openedDocuments.push({ language, content, uri: options });
+            return { uri: options, language, content };
+        }
         openedDocuments.push(options);
         return { uri: Uri.parse(`untitled://Untitled-${openedDocuments.length}`), ...options };
+    },
+    registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }) => {
+        contentProviders.set(scheme, provider);
+        return { dispose: () => contentProviders.delete(scheme) };
     },
 };
 

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { beforeEach, describe, test } from 'node:test';
 import * as vscode from '../stub/vscode';
-import { checkSummary, registerCommands, reportMarkdown, targetChoices } from '../../src/commands';
+import { checkSummary, registerCommands, REPORT_SCHEME, reportMarkdown, targetChoices } from '../../src/commands';
 
 const root = path.resolve(__dirname, '..', '..', '..', '..', '..');
 
@@ -116,14 +116,18 @@ describe('commands in a window', () => {
         assert.deepEqual(vscode.messages[1].actions, ['Show Logs']);
     });
 
-    test('the op report of the current Python file opens as a Markdown preview', async () => {
+    test('the op report of the current Python file opens as a read-only Markdown document, not Untitled-1', async () => {
         register();
         const uri = vscode.Uri.file('/work/proj/video.py');
         vscode.window.activeTextEditor = { document: { uri, languageId: 'python', isDirty: true } };
         answer = { markdown: '# atenlint report: `video.py`\n' };
         await vscode.commands.executeCommand('atenlint.report.show');
         assert.deepEqual(executed, [['atenlint.report', [uri.toString()]]]);
-        assert.deepEqual(vscode.openedDocuments, [{ language: 'markdown', content: '# atenlint report: `video.py`\n' }]);
+        assert.equal(vscode.openedDocuments.length, 1);
+        const opened = vscode.openedDocuments[0];
+        assert.equal(opened.uri?.scheme, REPORT_SCHEME);
+        assert.match(decodeURIComponent(opened.uri?.path ?? ''), /Op report of video\.py\.md$/);
+        assert.equal(opened.content, '# atenlint report: `video.py`\n');
         assert.ok(vscode.executedCommands.some((c) => c.command === 'markdown.showPreviewToSide'));
     });
 

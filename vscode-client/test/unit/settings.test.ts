@@ -22,7 +22,7 @@ const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'ut
 const properties: Record<string, any> = manifest.contributes.configuration.properties;
 
 /** The keys of the server's initializationOptions contract. */
-const CONTRACT_KEYS = ['onTypeDelayMs', 'python', 'severity', 'targets', 'timeout', 'trigger', 'trusted', 'workers'];
+const CONTRACT_KEYS = ['executeUnsaved', 'onTypeDelayMs', 'python', 'severity', 'targets', 'timeout', 'trigger', 'trusted', 'workers'];
 
 describe('settings', () => {
     beforeEach(() => vscode.reset());
@@ -36,6 +36,7 @@ describe('settings', () => {
             targets: null,
             trigger: 'onSave',
             onTypeDelayMs: 500,
+            executeUnsaved: false,
             severity: {},
             timeout: null,
             workers: 1,
@@ -57,6 +58,7 @@ describe('settings', () => {
             targets: ['mps'],
             trigger: 'onType',
             onTypeDelayMs: 800,
+            executeUnsaved: false,
             severity: { mps: 'error' },
             timeout: 12.5,
             workers: 3,
@@ -80,6 +82,7 @@ describe('settings', () => {
             targets: undefined,
             trigger: 'onSave',
             onTypeDelayMs: 500,
+            executeUnsaved: false,
             severity: { other: 'hint' },
             timeout: undefined,
             workers: 1,
@@ -164,13 +167,26 @@ describe('settings', () => {
 
 describe('manifest', () => {
     test('every setting the extension reads is contributed, with a description', () => {
-        const read = ['targets', 'trigger', 'onTypeDelayMs', 'severity', 'timeout', 'workers', 'interpreter', 'importStrategy'];
+        const read = ['targets', 'trigger', 'onTypeDelayMs', 'executeUnsaved', 'severity', 'timeout', 'workers', 'interpreter', 'importStrategy'];
         for (const key of [...read, 'trace.server']) {
             const property = properties[`atenlint.${key}`];
             assert.ok(property, `atenlint.${key} is not in package.json`);
             assert.ok(property.markdownDescription || property.description, `atenlint.${key} has no description`);
         }
         assert.deepEqual(Object.keys(properties).sort(), [...read, 'trace.server'].map((k) => `atenlint.${k}`).sort());
+    });
+
+    test('settings meant to be unset show no value in the Settings UI, and unsaved code is not run by default', () => {
+        assert.equal(properties['atenlint.targets'].default, null);
+        assert.equal(properties['atenlint.timeout'].default, null);
+        assert.equal(properties['atenlint.executeUnsaved'].default, false);
+        assert.equal(properties['atenlint.trigger'].default, 'onSave');
+    });
+
+    test('executeUnsaved from an untrusted folder is ignored', () => {
+        vscode.settings.workspace['atenlint.executeUnsaved'] = true;
+        assert.equal(readSettings(undefined, false).settings.executeUnsaved, false);
+        assert.equal(readSettings(undefined, true).settings.executeUnsaved, true);
     });
 
     test('the manifest defaults are valid settings', () => {
@@ -198,7 +214,7 @@ describe('manifest', () => {
     test('workspace trust: limited support, code-running settings restricted', () => {
         const trust = manifest.capabilities.untrustedWorkspaces;
         assert.equal(trust.supported, 'limited');
-        assert.deepEqual(trust.restrictedConfigurations.sort(), ['atenlint.importStrategy', 'atenlint.interpreter']);
+        assert.deepEqual(trust.restrictedConfigurations.sort(), ['atenlint.executeUnsaved', 'atenlint.importStrategy', 'atenlint.interpreter']);
         assert.ok(trust.description.length > 0);
     });
 

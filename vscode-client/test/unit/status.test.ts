@@ -17,10 +17,31 @@ describe('status notification', () => {
     test('parses the contract, filling absent optional fields', () => {
         assert.deepEqual(parseStatus({ state: 'busy', targets: ['mps'], torch: '2.13.0', python: '/p', trusted: false, lastError: null, message: 'video.py' }), {
             state: 'busy', targets: ['mps'], torch: '2.13.0', python: '/p', trusted: false, lastError: null, message: 'video.py',
+            notes: [], workspaceChecks: 0,
         });
         assert.deepEqual(parseStatus({ state: 'starting', targets: [] }), {
             state: 'starting', targets: [], torch: null, python: '', trusted: true, lastError: null, message: null,
+            notes: [], workspaceChecks: 0,
         });
+    });
+
+    test('starting: no "torch not found" before the workers have said which torch they have', () => {
+        const view = describeStatus({ phase: 'running', server: status({ state: 'starting', torch: null }), targets: undefined, trusted: true });
+        assert.equal(view.detail, 'starting…');
+        assert.ok(view.busy);
+    });
+
+    test('Check Workspace shows as a running check, and run-level notes stay in the item', () => {
+        const view = describeStatus({
+            phase: 'running',
+            server: status({ state: 'idle', workspaceChecks: 1, notes: ['coremltools is not installed: coreml is not checked'] }),
+            targets: undefined,
+            trusted: true,
+        });
+        assert.ok(view.busy);
+        assert.match(view.detail, /checking the workspace…/);
+        assert.match(view.detail, /coremltools is not installed/);
+        assert.doesNotMatch(view.detail, /idle/);
     });
 
     test('rejects what is not a status', () => {
