@@ -175,13 +175,26 @@ def test_namespace_package_keys_use_the_import_name(engine, tmp_path):
 
 
 def test_require_exec_fails_ci_when_classes_were_not_executed(tmp_path):
-    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "layers.py": SVD.format(imports="")})
-    command = [sys.executable, "-m", "atenlint", "check", "layers.py", "--format", "json", "-t", "coreml",
-               "--require-exec"]
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "layers.py": """
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                return torch.relu(self.proj(x))
+
+        class Head(Block):
+            pass
+    """})
+    command = [sys.executable, "-m", "atenlint", "check", "layers.py", "--format", "json", "--require-exec"]
     strict = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     counts = json.loads(strict.stdout)["classes"]
     assert counts["static"] == 2 and counts["total"] == 2 and counts["not_analysed"] == 0
-    # coreml judges nothing here, so only the flag makes this run fail
+    # nothing is wrong with the model: only the flag makes this run fail
     assert not [d for d in json.loads(strict.stdout)["diagnostics"] if d["severity"] in ("error", "warning")]
     assert strict.returncode == 1 and "--require-exec: 2 module classes" in strict.stderr
 
@@ -246,3 +259,22 @@ def test_attention_fast_path_is_never_reported_for_mps(engine, tmp_path):
     report = check(engine, tmp_path)
     assert report.by_capture["script"] == 1
     assert not [f for f in report.findings if f.target == "mps"]
+
+
+def test_a_file_that_kills_the_worker_is_still_read_from_source(engine, tmp_path):
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "exits.py": """
+        import os
+        import torch
+        from torch import nn
+
+        os._exit(3)  # a script guard gone wrong: the worker dies at import
+
+        class Net(nn.Module):
+            def forward(self, x: torch.Tensor):
+                return torch.linalg.svdvals(x)
+    """})
+    default, static = check(engine, tmp_path), check(engine, tmp_path, execute=False)
+    assert problems(static) and problems(static) <= problems(default)
+    (crash,) = [f for f in default.findings if f.code == "ATL006"]
+    assert "analysed from source only" in crash.message
+    assert default.by_capture["static"] == 1

@@ -615,6 +615,8 @@ class Engine:
                     capture = capture_notebook(self, path, os.path.normpath(path), execute, notebooks)
                 else:
                     capture = self.capture(path, display=os.path.normpath(path), execute=execute)
+                    if execute:
+                        _static_after_failure(self, capture)
             except Exception as error:  # noqa: BLE001 - atenlint's own failure on one file: a diagnostic, go on
                 self.log(f"internal error analysing {path}: {type(error).__name__}: {error}")
                 capture = FileCapture(os.path.abspath(path), os.path.normpath(path), Settings(), None, None)
@@ -818,6 +820,27 @@ def _not_built_finding(result: "FileCapture", classes: list, by_qualname: dict, 
                    data={"class": first["name"], "key": first.get("key") or first["module"],
                          "missing": error.get("missing") or [], "kind": error.get("kind"),
                          "classes": [c.get("key") or c["module"] for c in classes]})
+
+
+def _static_after_failure(engine: "Engine", capture: "FileCapture") -> None:
+    """The worker timed out or died on this file: read its classes from source instead,
+    so the default mode still reports what `--no-exec` does."""
+    failed = [f for f in capture.module_findings if f.code in (codes.TIMEOUT, codes.WORKER_CRASHED)]
+    if not failed or capture.classes or capture.outline is None or not capture.outline.module_candidates:
+        return
+    try:
+        static = engine.capture(capture.path, display=capture.display, execute=False)
+    except Exception as error:  # noqa: BLE001 - the worker failure stays the finding
+        engine.log(f"static fallback for {capture.path} failed: {type(error).__name__}: {error}")
+        return
+    if any(f.code in (codes.TIMEOUT, codes.WORKER_CRASHED) for f in static.module_findings):
+        return
+    capture.classes = [dict(cls, capture="static") for cls in static.classes]
+    capture.occurrences = static.occurrences
+    if capture.classes:
+        count = len(capture.classes)
+        failed[0].message += (f"; its {count} module class{'es were' if count != 1 else ' was'} analysed from "
+                              f"source only")
 
 
 def import_names(path: str, module_name: str, project_root: Optional[str]) -> list[str]:

@@ -189,3 +189,40 @@ def test_multihead_attention_fast_path_never_on_mps(tmp_path):
     """
     mps = ops_at(capture(tmp_path, source, devices=("mps",)))
     assert not any("_native_multi_head_attention" in op for ops in mps.values() for op in ops)
+
+
+def test_containers_of_tensors_are_not_tensors(tmp_path):
+    answer = capture(tmp_path, '''
+        import torch
+        from torch import nn
+
+        class Criterion(nn.Module):
+            def forward(self, outputs, targets):
+                """
+                Parameters:
+                    outputs: dict of tensors, see the model's output
+                    targets: list of dicts
+                """
+                kept = {k: v for k, v in outputs.items() if k != "aux"}
+                device = next(iter(outputs.values())).device
+                boxes = targets[0]["boxes"]
+                return torch.as_tensor([len(targets)], device=device)
+    ''', devices=("cpu",))
+    assert not any(op.startswith("aten::values") for ops in ops_at(answer).values() for op in ops)
+
+
+def test_autograd_functions_are_not_module_classes(tmp_path):
+    answer = capture(tmp_path, '''
+        import torch
+        from torch import nn
+
+        class Checkpointed(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return torch.linalg.svdvals(x)
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x.relu()
+    ''')
+    assert [cls["qualname"] for cls in answer["classes"]] == ["Net"]

@@ -63,16 +63,26 @@ def ground_truth(cache_dir: str) -> dict:
     return results
 
 
-def atenlint_verdicts(engine) -> dict:
+def atenlint_verdicts(engine, with_inputs: bool = False) -> dict:
     """Per module file and target, the overloads atenlint reports at error level (and, apart,
-    the ones it reports only as conditional)."""
-    from atenlint.config import SettingsResolver
+    the ones it reports only as conditional). `with_inputs`: each `Model` traced with its
+    own `example_inputs()`, as a user who configures inputs runs it (each toolchain's own
+    graph); else scripted, as with no configuration."""
+    from atenlint.config import ModuleConfig, SettingsResolver
 
     out: dict = {}
     runs = [(("torchscript", "executorch", "coreml") + tuple(f"onnx:{o}" for o in TS_OPSETS), "torchscript"),
             ((f"onnx:{DYNAMO_OPSET}",), "dynamo")]
+    modules = {}
+    if with_inputs:
+        for path in module_files():
+            name = os.path.basename(path)[:-3]
+            modules[f"{name}.Model"] = ModuleConfig(inputs="example_inputs()", source="corpus")
     for targets, exporter in runs:
-        engine.resolver = SettingsResolver(overrides={"targets": targets, "onnx_exporter": exporter})
+        overrides = {"targets": targets, "onnx_exporter": exporter}
+        if modules:
+            overrides["modules"] = modules
+        engine.resolver = SettingsResolver(overrides=overrides)
         report = engine.check_paths([MODULES], jobs=1)
         for finding in report.findings:
             name = os.path.basename(finding.abs_path or finding.path)
@@ -170,6 +180,7 @@ if __name__ == "__main__":
     try:
         engine = Engine(pool)
         engine.start()
-        print(table(compare(truth, atenlint_verdicts(engine))))
+        with_inputs = "--inputs" in sys.argv[1:]
+        print(table(compare(truth, atenlint_verdicts(engine, with_inputs=with_inputs))))
     finally:
         pool.close()

@@ -39,8 +39,9 @@ def rewritten(source: str, call: str, entry: str, **finding) -> str:
 def test_a_fix_is_json_with_minimal_edits():
     source = HEADER + "def f(x, i):\n    return torch.take(x, i).sum()  # gather\n"
     fix = offered(source, "torch.take(x, i)", "take-flat-index")
-    assert set(fix) == {"id", "title", "kind", "exact", "approximation", "edits", "description"}
+    assert set(fix) == {"id", "title", "kind", "exact", "approximation", "safe", "condition", "edits", "description"}
     assert (fix["kind"], fix["exact"], fix["approximation"]) == ("rewrite", True, None)
+    assert (fix["safe"], fix["condition"]) == (True, None)  # holds for every input
     assert fix["title"] == "Index the flattened tensor: `x.reshape(-1)[i]`"
     assert fix["edits"] == [{"range": {"start": {"line": 5, "character": 11}, "end": {"line": 5, "character": 27}},
                              "newText": "x.reshape(-1)[i]"}]

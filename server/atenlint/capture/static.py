@@ -670,6 +670,13 @@ def static_capture(request: dict) -> dict:
 
 
 def _defines_forward(analysis: "_FileAnalysis", cls: ast.ClassDef) -> bool:
+    """A module class: it has a forward, and no base is a torch class other than a module
+    (`torch.autograd.Function` has a forward too; the import-and-build path skips it)."""
+    for base in cls.bases:
+        path = _torch_path(base, analysis.names)
+        target = _resolve_torch(path) if path else None
+        if isinstance(target, type) and not issubclass(target, torch.nn.Module):
+            return False
     return "forward" in analysis._methods(cls)
 
 

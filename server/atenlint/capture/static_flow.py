@@ -46,6 +46,11 @@ _NON_TENSOR_RESULTS = {"item", "tolist", "size", "dim", "numel", "numpy", "strid
                        "nelement", "is_contiguous", "is_floating_point", "is_complex", "get_device", "unbind", "split",
                        "chunk", "tensor_split", "max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax",
                        "storage", "untyped_storage", "type", "__len__", "all", "any", "equal"}
+# "outputs: dict of tensors" documents a container, not a tensor.
+_CONTAINER_WORDS = ("dict", "list", "tuple", "sequence", "iterable", "mapping", "tensors", "array", "numpy")
+# Methods only containers have: a name calling one is not a tensor.
+_CONTAINER_METHODS = {"items", "keys", "get", "append", "extend", "update", "setdefault", "pop", "popitem",
+                      "insert", "remove", "startswith", "endswith", "join", "format", "lower", "upper"}
 _TENSOR_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 _OTHER_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout"}
 _BUILTIN_OTHER = {"len", "int", "float", "bool", "str", "range", "list", "dict", "tuple", "set", "sorted", "zip",
@@ -149,9 +154,10 @@ def documented_tensors(function: ast.FunctionDef) -> set:
             if not stripped.startswith(name):
                 continue
             rest = stripped[len(name):].lstrip("`* ")
-            head = rest[:60]
-            if (rest.startswith("(") and "tensor" in head.split(")")[0].lower()) or \
-                    (rest.startswith(":") and "tensor" in head.lower().split(".")[0]):
+            head = rest[:60].lower()
+            described = head.split(")")[0] if rest.startswith("(") else head.split(".")[0] if rest.startswith(":") \
+                else ""
+            if "tensor" in described and not any(word in described for word in _CONTAINER_WORDS):
                 found.add(name)
         if stripped.startswith(":type ") and "tensor" in stripped.lower():
             name = stripped[6:].split(":")[0].strip()
@@ -190,6 +196,8 @@ class Kinds:
                 self._bind(node, round_votes)
             for name in self._evidence(body):
                 round_votes.setdefault(name, set()).add(TENSOR)
+            for name in _container_evidence(body):
+                round_votes.setdefault(name, set()).add(OTHER)
             self.names = _resolve(round_votes)
 
     def _bind(self, node: ast.AST, votes: dict) -> None:
@@ -335,6 +343,19 @@ class Kinds:
             if self.of(func.value, context) == TENSOR:
                 return None if func.attr in _NON_TENSOR_RESULTS else TENSOR
         return None
+
+
+def _container_evidence(body: list) -> set:
+    """Names used the way only dicts, lists and strings are: `.items()`, `x["key"]`."""
+    found = set()
+    for node in _walk_body(body):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.attr in _CONTAINER_METHODS:
+            found.add(node.func.value.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            found.add(node.value.id)
+    return found
 
 
 def _resolve(votes: dict) -> dict:

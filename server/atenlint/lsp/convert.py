@@ -79,7 +79,10 @@ def headline(finding: Finding) -> str:
             head += extra
     if len(head) > HEADLINE_LIMIT:
         cut = head.rfind(" ", 0, HEADLINE_LIMIT - 1)
-        head = head[:cut if cut > HEADLINE_LIMIT // 2 else HEADLINE_LIMIT - 1].rstrip(" ,;:(") + "…"
+        head = head[:cut if cut > HEADLINE_LIMIT // 2 else HEADLINE_LIMIT - 1]
+        if head.count("`") % 2:
+            head = head[:head.rfind("`")]  # never half a code span
+        head = head.rstrip(" ,;:(") + "…"
     return head
 
 
@@ -103,7 +106,7 @@ def _first_clause(message: str, room: int = 0) -> str:
     cuts.append(len(message))
     fitting = [c for c in cuts if c <= HEADLINE_LIMIT - room]
     end = fitting[-1] if fitting else cuts[0]
-    while end < len(message) and end < _SHORT_HEAD:
+    while room == 0 and end < len(message) and end < _SHORT_HEAD:
         end = next(c for c in cuts if c > end)
     return message[:end]
 

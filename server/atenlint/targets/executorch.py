@@ -81,7 +81,9 @@ class CoreAtenTarget:
         return {"verdict": "unsupported", "reason": "not core ATen: decomposed by export if it can be, else rejected"}
 
     def status(self) -> dict:
-        data = {"core ATen": f"torch {self.torch_version}: {len(self.allowed)} overloads allowed"}
+        data = {"core ATen": f"torch {self.torch_version}: {len(self.allowed)} overloads allowed",
+                "graph": "torch.export + " + ("to_edge's decomposition table" if self.tree_view == "executorch-export"
+                                              else "run_decompositions()")}
         if self.wants_executorch:
             data["executorch"] = (f"{self.executorch['version']}: verifier exceptions and portable kernels"
                                   if self.executorch else "not installed: core ATen only")

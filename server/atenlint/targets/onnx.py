@@ -131,7 +131,10 @@ class OnnxTarget:
 
     def status(self) -> dict:
         data = {"exporter": f"{self.exporter} ({self.exporter_chosen_by})", "opset": self.opset,
-                "torch": self.torch_version}
+                "torch": self.torch_version,
+                "graph": ("torch.onnx's own trace front end (unconvertible_ops) with example inputs, the scripted "
+                          "graph without" if self.exporter == "torchscript" else
+                          "torch.export + the exporter's ONNX decomposition table")}
         if self.exporter == "torchscript":
             data["symbolic registry"] = (f"torch {self.torch_version}: {len(self._first)} ops, opsets "
                                          f"{self.torchscript.get('min_opset')}-{self.torchscript.get('max_opset')}")

@@ -32,6 +32,8 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator, Optional
 
+# No Python source is this large; reading one would only exhaust the worker's memory.
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _SOURCE_SUFFIXES = (".py", ".pyc", ".pyw", ".pth")
 
@@ -335,6 +337,9 @@ class Sandbox:
                 return None  # the open itself reports it
             if not stat.S_ISREG(mode_bits):
                 return "file", f"read `{_short(text)}`, which is not a regular file ({file_kind(mode_bits)})"
+            size = os.stat(text).st_size
+            if size > MAX_SOURCE_BYTES:
+                return "file", f"read `{_short(text)}`, a {size / 1e6:.0f} MB source file"
         return None
 
     def _sqlite(self, args: tuple) -> Optional[tuple[str, str]]:
