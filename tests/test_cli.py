@@ -73,7 +73,8 @@ def test_json_contract(workspace):
         "path": "bad.py",
         "range": {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": 47}},
         "severity": "warning", "target": "mps", "code": "MPS001", "ops": ["aten::take"], "call": "torch.take",
-        "module": "bad.Net", "capture": "script", "message": diagnostic["message"], "fixes": diagnostic["fixes"],
+        "module": "bad.Net", "modules": ["bad.Net"], "capture": "script", "message": diagnostic["message"],
+        "fixes": diagnostic["fixes"],
     }
     assert "PYTORCH_ENABLE_MPS_FALLBACK=1" in diagnostic["message"]
     rewrite = diagnostic["fixes"][0]  # the catalog's fixes (tests/fixes cover each one)

@@ -203,3 +203,28 @@ def test_a_training_only_failure_keeps_the_eval_capture(engine, tmp_path):
     '''
     found = _check(engine, tmp_path, source, ("onnx:17",))
     assert [(f.call, f.ops) for f in found] == [("torch.diff", ["aten::diff"])]
+
+
+def test_the_jit_views_refuse_real_tensors_past_the_limit():
+    import torch
+
+    from atenlint.capture.graphs import GraphFailure, jit_graph_ops
+
+    with torch.device("meta"):
+        huge = torch.nn.Linear(20_000, 20_000)  # 1.6 GB of float32 weights, free on meta
+    with pytest.raises(GraphFailure) as raised:
+        jit_graph_ops(huge, (torch.empty(1, 20_000, device="meta"),), {}, ("onnx-jit",))
+    assert raised.value.view == "onnx-jit" and "GiB" in raised.value.message
+    assert huge.weight.device.type == "meta"  # nothing was materialised
+
+
+def test_the_module_gets_its_meta_tensors_back_after_a_jit_capture():
+    import torch
+
+    from atenlint.capture.graphs import jit_graph_ops
+
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    ops = jit_graph_ops(model, (torch.empty(1, 3, 8, 8, device="meta"),), {}, ("jit", "onnx-jit"))
+    assert {"aten::_convolution", "aten::batch_norm"} <= {op.op for op in ops}
+    assert all(t.device.type == "meta" for t in list(model.parameters()) + list(model.buffers()))

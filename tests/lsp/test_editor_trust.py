@@ -209,3 +209,11 @@ async def test_check_workspace_without_a_folder_says_why(rootless: LanguageClien
     result = await rootless.workspace_execute_command_async(types.ExecuteCommandParams(
         command="atenlint.checkWorkspace"))
     assert result["files"] >= 1 and "folders of the open files" in result["message"]
+
+
+def test_a_cancel_for_an_answered_request_is_not_a_warning(caplog):
+    from atenlint.lsp.server import server
+
+    with caplog.at_level("DEBUG"):
+        server.protocol._handle_cancel_notification(123456)  # VS Code cancels pulls it no longer needs
+    assert not [r for r in caplog.records if "unknown message id" in r.getMessage()]

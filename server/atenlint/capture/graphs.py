@@ -167,23 +167,16 @@ REAL_TENSOR_LIMIT_BYTES = 768 * 1024 * 1024
 
 
 @contextlib.contextmanager
-def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict, real_inputs: Optional[tuple] = None,
-                limit_bytes: int = REAL_TENSOR_LIMIT_BYTES) -> Iterator[tuple]:
+def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict,
+                real_inputs: Optional[tuple] = None) -> Iterator[tuple]:
     """The module's meta tensors swapped for real CPU ones (restored afterwards), freshly
     initialised, with real inputs (`real_inputs`, the user's expression evaluated on the
     CPU, else zeros and normal noise of the same shapes).
 
     Why real: `torch.jit.trace` cannot run over meta or fake tensors — under the tracer, a
     Python meta kernel's size reads are themselves traced (a Tensor where the conv meta
-    kernel wants an int). So the jit views cost memory: past `limit_bytes` the caller
-    falls back to the scripted graph for them (the export views stay on fake tensors)."""
-    tensors = [v for m in instance.modules() for store in (m._parameters, m._buffers)
-               for v in store.values() if isinstance(v, torch.Tensor)]
-    total = sum(t.numel() * t.element_size() for t in tensors)
-    total += sum(t.numel() * t.element_size() for t in _tensors_in((args, kwargs)))
-    if total > limit_bytes:
-        raise GraphFailure(VIEW_JIT, f"torch.jit.trace needs real tensors and this model's weights and inputs "
-                                     f"take {total / 2**30:.1f} GiB (limit {limit_bytes / 2**30:.2f} GiB)")
+    kernel wants an int). So the jit views cost memory: past a limit the caller falls back
+    to the scripted graph for them (`_real_size_problem`; the export views stay fake)."""
     saved: list[tuple[dict, str, Any]] = []
     try:
         with torch.no_grad():
@@ -213,6 +206,18 @@ def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict, real_input
     finally:
         for store, name, value in reversed(saved):
             store[name] = value
+
+
+def _real_size_problem(instance: torch.nn.Module, args: tuple, kwargs: dict,
+                       limit_bytes: int = REAL_TENSOR_LIMIT_BYTES) -> Optional[str]:
+    """Why the module is too large for real tensors, or None."""
+    tensors = [v for m in instance.modules() for store in (m._parameters, m._buffers)
+               for v in store.values() if isinstance(v, torch.Tensor)]
+    total = sum(t.numel() * t.element_size() for t in tensors + _tensors_in((args, kwargs)))
+    if total <= limit_bytes:
+        return None
+    return (f"torch.jit.trace needs real tensors and this model's weights and inputs take {total / 2**30:.1f} GiB "
+            f"(atenlint's limit: {limit_bytes / 2**30:.2f} GiB)")
 
 
 def _real_like(value: Any, name: str) -> Any:
@@ -416,6 +421,9 @@ def jit_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: t
     found: list[GraphOp] = []
     failures: list[GraphFailure] = []
     instance.eval()
+    too_large = _real_size_problem(instance, args, kwargs)
+    if too_large:
+        raise GraphFailure(wanted[0] if wanted else VIEW_JIT, too_large)
     with on_real_cpu(instance, args, kwargs, real_inputs) as (fake_args, fake_kwargs), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if VIEW_JIT in wanted:
@@ -492,7 +500,7 @@ def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views
         try:
             exported = torch.export.export(instance, tuple(fake_args), kwargs=fake_kwargs or None, strict=False)
         except Exception as error:  # noqa: BLE001
-            raise GraphFailure(VIEW_EXPORT, f"{type(error).__name__}: {_first_line(error)}",
+            raise GraphFailure(wanted[0] if wanted else VIEW_EXPORT, f"{type(error).__name__}: {_first_line(error)}",
                                _user_site_of(error)) from None
         for view in wanted:
             try:

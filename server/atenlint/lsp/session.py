@@ -140,6 +140,11 @@ RUN_LEVEL_CODES = ("COREML000",)
 MAX_READ_BYTES = 64 * 1024 * 1024
 
 
+def is_source_file(path: Optional[str]) -> bool:
+    """A file whose content on disk is the document's text (not a notebook's JSON)."""
+    return bool(path) and path.endswith((".py", ".pyi"))
+
+
 def read_saved_text(path: Optional[str]) -> Optional[str]:
     if not path:
         return None
@@ -324,8 +329,13 @@ class Session:
                 self.callbacks.show(f"atenlint: ignoring an invalid setting: {problem}", "warning")
 
     # -- documents -------------------------------------------------------
-    def open(self, uri: str, path: str, version: Optional[int], text: str) -> None:
-        self.documents[uri] = Document(uri, path, version, text, saved_text=read_saved_text(path))
+    def open(self, uri: str, path: str, version: Optional[int], text: str,
+             saved_text: Optional[str] = None) -> None:
+        """`saved_text`: what is saved of this document when its file is not Python source
+        (a notebook's module); a .py file's is read from disk."""
+        if saved_text is None:
+            saved_text = read_saved_text(path) if is_source_file(path) else text
+        self.documents[uri] = Document(uri, path, version, text, saved_text=saved_text)
         self.schedule(uri)
         if self.settings.execute_unsaved:
             self._recheck_importers_of([path])  # its buffer is now an overlay of theirs
@@ -380,7 +390,7 @@ class Session:
             self._forget_workspace_result(path)
             document = self._document_at(path)
             if document is not None:
-                if reread:
+                if reread and is_source_file(path):
                     document.saved_text = read_saved_text(path)
                 self.schedule(document.uri)
         self._recheck_importers_of(paths)
