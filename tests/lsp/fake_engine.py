@@ -8,7 +8,9 @@ microseconds from the texts alone, with the real engine's dependency semantics:
 - an import that fails (a syntax error or a top-level `raise` in a reached file) is one
   ATL002 on the importing line of the checked file, and the failing file is not listed
   among the imported (as for the real worker, which only sees modules that loaded);
-- a static capture reads the file alone; a syntax error is ATL001 on its line.
+- a static capture reads the file and, like the real one, the workspace files it imports
+  (nothing runs; a file that does not parse is skipped), and lists none of them as
+  imported; a syntax error in the file is ATL001 on its line.
 
 So a stale result in the session shows up as a mismatch against `FreshCheck`, exactly as
 with the real engine, but a thousand sequences take seconds instead of minutes."""
@@ -73,7 +75,12 @@ class FakeEngine:
                                          f"Python cannot parse this file: {problem[2]}"))
             return result
         if not execute:
-            result.found.extend(_judged(path, text))
+            # Like the real static pass: it follows the imports to read helpers and base
+            # classes (nothing runs, a broken file is skipped), and lists no imported files.
+            reached = {path: text}
+            self._read_imports(path, text, overlays, reached)
+            for where, content in reached.items():
+                result.found.extend(_judged(where, content))
             return result
         reached: dict[str, str] = {path: text}
         failure = self._import(path, text, overlays, reached)
@@ -109,6 +116,17 @@ class FakeEngine:
             if failure is not None:
                 return failure
         return None
+
+    def _read_imports(self, path, text, overlays, reached) -> None:
+        folder = os.path.dirname(path)
+        for match in _IMPORT.finditer(text):
+            target = os.path.join(folder, f"{match.group(1) or match.group(2)}.py")
+            if target in reached or not os.path.exists(target):
+                continue
+            content = _read(target) or ""
+            if _syntax_error(content) is None:
+                reached[target] = content
+                self._read_imports(target, content, overlays, reached)
 
     def findings(self, captures, sources=None) -> list:
         out, seen = [], set()

@@ -409,9 +409,13 @@ def main() -> int:
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--markdown", help="write the table here")
     parser.add_argument("--truth-only", action="store_true", help="compute (or check) the cached ground truth only")
+    parser.add_argument("--known", action="store_true",
+                        help="also print the disagreements as a KNOWN skeleton for test_real_models.py "
+                             "(each cause still has to be written by hand)")
     parser.add_argument("--cached-only", action="store_true", help="compare only models whose ground truth is cached")
     parser.add_argument("--save-findings", help="run atenlint only and keep its findings in this file")
-    parser.add_argument("--load-findings", help="compare the findings kept by --save-findings instead of running atenlint")
+    parser.add_argument("--load-findings",
+                        help="compare the findings kept by --save-findings instead of running atenlint")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(REPO, "server"))
     from atenlint.cache import cache_dir
@@ -436,6 +440,15 @@ def main() -> int:
     rows = compare(truth, findings)
     text = table(rows)
     print(text)
+    if args.known:
+        print("\nKNOWN = {")
+        for row in rows:
+            if not row.agrees and row.real_ok is not None:
+                hint = "; ".join(row.notes) or (f"FP {row.false_positive}" if row.false_positive else
+                                                f"real {'ok' if row.real_ok else 'fails'}, atenlint "
+                                                f"{'ok' if row.ours_ok else 'errors'}")
+                print(f"    ({row.target!r}, {row.model!r}): {('TODO: ' + hint)[:150]!r},")
+        print("}")
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")

@@ -70,6 +70,12 @@ class DocumentResult:
         return any(f.code in _UNSTABLE_CODES for f in self.findings) or \
             any(f.code in _UNSTABLE_CODES for found in self.foreign.values() for f in found)
 
+    @property
+    def reads_unknown_files(self) -> bool:
+        """Its dependencies are not known: a failed import, or the static pass (which reads
+        the files an import names, to find classes and helpers, without listing them)."""
+        return self.import_failed or (self.input is not None and not self.input.execute)
+
     def __post_init__(self) -> None:
         # Everything a client shows or acts on: a settings change that only alters severity
         # must change the id, or a pulling client keeps showing the old one.
@@ -172,7 +178,7 @@ def depends_on(document: "Document", changed: set) -> bool:
     result = document.result
     if result is None or document.pending or (document.task is not None and not document.task.done()):
         return True  # not known yet (or being computed from what may be the old content)
-    return result.import_failed or any(p in changed for p in result.dependencies)
+    return result.reads_unknown_files or any(p in changed for p in result.dependencies)
 
 
 def split_run_notes(findings: list) -> tuple[list, tuple]:
@@ -605,7 +611,7 @@ class Session:
         result = _result(path, version, findings, call_sites, imported, key, seconds, wanted)
         # Only a result whose inputs cannot have changed under it is reused: none from a check
         # that overlapped a change on disk, failed, or reports a failure that may be transient.
-        if not failed and generation == self._disk_generation and not result.import_failed:
+        if not failed and generation == self._disk_generation and not result.reads_unknown_files:
             self._store(path, key, wanted, result)
         return result
 

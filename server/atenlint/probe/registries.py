@@ -17,8 +17,11 @@ import pkgutil
 import time
 from typing import Any
 
-PACKAGES = ("torch", "onnx", "onnxscript", "coremltools", "executorch")
-FORMAT = 6
+PACKAGES = ("torch", "onnx", "onnxscript", "coremltools", "executorch", "torchvision")
+# Libraries whose ops the exporters' registries cover once the library has registered them
+# (onnxscript's torchlib implements torchvision::nms, roi_align, ...): imported first.
+OP_LIBRARIES = ("torchvision",)
+FORMAT = 7
 
 
 def versions() -> dict:
@@ -36,6 +39,12 @@ def tables() -> dict:
     # The registries log about optional companions (torchvision) they do not find.
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     out = {"versions": versions()}
+    for library in OP_LIBRARIES:
+        if out["versions"].get(library):
+            try:
+                importlib.import_module(library)
+            except Exception:  # noqa: BLE001 - a broken install: its ops stay unknown
+                pass
     for name, probe in (("core_aten", core_aten), ("onnx_torchscript", onnx_torchscript),
                         ("onnx_dynamo", onnx_dynamo), ("executorch", executorch), ("coreml", coreml)):
         try:
