@@ -189,3 +189,19 @@ def test_every_result_equals_a_fresh_check_with_the_real_engine(engine, tmp_path
         _run_sequences(world, EXAMPLES["real"])
     finally:
         world.close()
+
+
+def test_a_static_check_is_redone_when_a_file_it_read_changes(tmp_path):
+    """The static pass reads the files an import names without listing them: a change to
+    any file re-checks it, and its result is never reused from the cache."""
+    world = _World(FakeEngine(), str(tmp_path), "onType", False)
+    try:
+        steps = [(("open", "mid.py", ""), None), (("edit", "mid.py", "other"), None),
+                 (("write", "base.py", "other"), 0), (("write", "base.py", "valid"), 0),
+                 (("write", "base.py", "other"), None)]
+        world.loop.run_until_complete(world.run(steps, end_valid=False))
+        assert world.mismatches() == {}
+        world.loop.run_until_complete(world.run(steps[:2], end_valid=False))  # base valid again, mid as before
+        assert world.mismatches() == {}
+    finally:
+        world.close()

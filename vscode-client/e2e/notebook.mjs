@@ -7,7 +7,7 @@
 // cell, the hover and the Problems panel must name the op, Ctrl+. must offer atenlint's quick fix;
 // applying it and saving the notebook must clear the squiggle and write the fix into the .ipynb.
 //
-//   node vscode-client/e2e/notebook.mjs [--vsix atenlint.vsix] [--timeout 480]
+//   node vscode-client/e2e/notebook.mjs [--vsix atenlint.vsix] [--code-server PATH] [--chromium PATH] [--timeout 480]
 //
 // Needs what run.mjs needs: `npm run package` (atenlint.vsix), vscode-client/e2e/install-code-server.sh,
 // and a Python with torch in .venv (or $ATENLINT_E2E_PYTHON). Screenshots, logs and the verdict go to
@@ -242,9 +242,19 @@ async function palette(page, title) {
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: 15_000 });
     await input.fill(`>${title}`);
-    // Enter runs the focused row: wait until that is the command asked for.
-    await page.locator('.quick-input-list .monaco-list-row.focused').filter({ hasText: title }).first().waitFor({ state: 'visible', timeout: 15_000 });
-    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first().waitFor({ state: 'visible', timeout: 15_000 });
+    // Enter runs the focused row, which may be a longer title ("File: Compare Active File with
+    // Saved" for "File: Save"): arrow down to the command itself.
+    for (let i = 0; i < 15; i++) {
+        const focused = await page.locator('.quick-input-list .monaco-list-row.focused').first().innerText().catch(() => '');
+        if (focused.split('\n')[0].trim() === title) {
+            await page.keyboard.press('Enter');
+            return;
+        }
+        await page.keyboard.press('ArrowDown');
+        await sleep(100);
+    }
+    throw new Error(`the command palette has no "${title}"`);
 }
 
 // --- the scenario -------------------------------------------------------------------------------
@@ -253,27 +263,39 @@ async function scenario(page, checks, setup) {
     await checks.run(`${NOTEBOOK} opens from the Explorer in VS Code's notebook editor`, async () => {
         const item = page.locator('.explorer-folders-view .monaco-list-row').filter({ hasText: NOTEBOOK }).first();
         await item.waitFor({ state: 'visible', timeout: budget(60_000) });
-        await item.dblclick();
         const rendered = async () => {
             const shown = await readCells(page);
             return shown.length >= 3 && modelCellOf(shown) ? shown : undefined;
         };
-        let how = 'opened in the notebook editor';
-        let cells = await waitUntil('the notebook editor to render the code cells', rendered, 20_000).catch(() => undefined);
-        // Opened while the extension host was still registering the built-in ipynb serializer,
-        // the file shows as JSON text: reopen it with the notebook editor, as a user would then.
-        for (let attempt = 1; !cells && attempt <= 6; attempt++) {
-            await palette(page, 'View: Reopen Editor With');
-            const input = page.locator('.quick-input-widget input');
-            await input.fill('Jupyter Notebook');
-            const choice = page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Jupyter Notebook' }).first();
-            if (await choice.waitFor({ state: 'visible', timeout: 10_000 }).then(() => true, () => false)) {
-                await page.keyboard.press('Enter');
-                how = `opened as text first (the ipynb serializer was not registered yet), reopened with "Jupyter Notebook" (attempt ${attempt})`;
-                cells = await waitUntil('the notebook editor to render the code cells', rendered, 60_000).catch(() => undefined);
-            } else {
+        // The Explorer's "Open With..." lists the editors registered for the file: until the
+        // extension host has registered the built-in ipynb serializer, only the text editor.
+        // Opened before that, the .ipynb would show as JSON; a user sees the notebook later on.
+        const openWith = async () => {
+            await item.click({ button: 'right' });
+            await page.locator('.context-view .action-label').filter({ hasText: 'Open With' }).first().click({ timeout: 10_000 });
+            const picker = page.locator('.quick-input-widget');
+            await picker.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible', timeout: 10_000 });
+            return (await picker.innerText()).replace(/\s+/g, ' ');
+        };
+        const editors = await waitUntil('"Open With..." to offer the Jupyter Notebook editor', async () => {
+            let offered;
+            try {
+                offered = await openWith();
+            } finally {
                 await page.keyboard.press('Escape');
             }
+            return offered.includes('Jupyter Notebook') ? offered : undefined;
+        }, 180_000, 2000);
+        await item.dblclick();
+        let how = 'double-click opened it in the notebook editor';
+        let cells = await waitUntil('the notebook editor to render the code cells', rendered, 30_000).catch(() => undefined);
+        if (!cells) {
+            await openWith();
+            await page.locator('.quick-input-widget input').fill('Jupyter Notebook');
+            await page.locator('.quick-input-list .monaco-list-row.focused').filter({ hasText: 'Jupyter Notebook' }).first().waitFor({ state: 'visible', timeout: 10_000 });
+            await page.keyboard.press('Enter');
+            how = `double-click opened it as text (editors offered: ${editors}); "Open With... > Jupyter Notebook" did`;
+            cells = await waitUntil('the notebook editor to render the code cells', rendered, 60_000).catch(() => undefined);
         }
         if (!cells) throw new Error(`the notebook editor never rendered the cells (see ${await shoot(page, 'open')})`);
         return `${how}: ${cells.length} code cells rendered; model cell: ${JSON.stringify(modelCellOf(cells).text.split('\n')[0])}`;
@@ -351,9 +373,13 @@ async function scenario(page, checks, setup) {
         }
         await page.keyboard.press('Enter');
         await waitUntil('the fix in the cell', async () => ((modelCellOf(await readCells(page)) || {}).text || '').includes(FIXED_TEXT), 20_000);
-        await palette(page, 'File: Save');
+        await page.keyboard.press('Control+S');
         const file = path.join(setup.workspace, NOTEBOOK);
-        await waitUntil(`${NOTEBOOK} saved with the fix`, async () => fs.readFileSync(file, 'utf8').includes(FIXED_TEXT), 30_000);
+        const saved = async () => fs.readFileSync(file, 'utf8').includes(FIXED_TEXT);
+        if (!(await waitUntil(`${NOTEBOOK} saved by Ctrl+S`, saved, 10_000).catch(() => false))) {
+            await palette(page, 'File: Save');
+            await waitUntil(`${NOTEBOOK} saved with the fix`, saved, 30_000);
+        }
         await waitUntil('the squiggle to go after the re-check of the saved notebook', async () => {
             const model = modelCellOf(await readCells(page));
             return model && model.squiggles.length === 0;
@@ -362,8 +388,8 @@ async function scenario(page, checks, setup) {
         const model = modelCellOf(await readCells(page));
         await shoot(page, 'fixed');
         if (model.squiggles.length) throw new Error(`the squiggle came back: ${JSON.stringify(model.squiggles)}`);
-        const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
-        const cell = saved.cells.find((c) => [].concat(c.source).join('').includes(MODEL_CELL_MARK));
+        const notebook = JSON.parse(fs.readFileSync(file, 'utf8'));
+        const cell = notebook.cells.find((c) => [].concat(c.source).join('').includes(MODEL_CELL_MARK));
         return `saved cell: ${JSON.stringify([].concat(cell.source).join('').split('\n').find((l) => l.includes('return')).trim())}`;
     });
 
