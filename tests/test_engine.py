@@ -74,3 +74,12 @@ def test_findings_in_files_outside_the_checked_one_are_located_there(engine, tmp
                                        "class Net(nn.Module):\n    def forward(self, x):\n        return gate(x)\n")
     (finding,) = findings_for(engine, tmp_path / "model.py")
     assert os.path.basename(finding.abs_path) == "helpers.py" and finding.range.start.line == 4
+
+
+def test_a_syntax_error_in_an_imported_file_is_placed_at_the_import(engine, tmp_path):
+    (tmp_path / "broken_helper.py").write_text("x = 1\n\n\n\n\n\n\n\n\ndef f(:\n    pass\n")
+    path = tmp_path / "uses_broken.py"
+    path.write_text("import torch.nn as nn\nimport broken_helper\n\n\nclass Net(nn.Module):\n"
+                    "    def forward(self, x):\n        return x\n")
+    (finding,) = [f for f in findings_for(engine, path) if f.code == "ATL002"]
+    assert finding.range.start.line == 1  # `import broken_helper`, not line 10 of the other file

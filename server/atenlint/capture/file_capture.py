@@ -139,7 +139,11 @@ def _import_error(error: BaseException, path: str, roots: Optional[list] = None)
 
     frames = traceback.extract_tb(error.__traceback__)
     in_file = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)]
-    line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
+    # A SyntaxError's line is in the file that failed to parse: this file's own line only
+    # when that file is this one (an imported file's error is placed at the import here).
+    same_file = isinstance(error, SyntaxError) and error.filename and \
+        os.path.abspath(error.filename) == os.path.abspath(path)
+    line = getattr(error, "lineno", None) if same_file else None
     if line is None and in_file:
         line = in_file[-1].lineno
     user_roots = tuple(os.path.abspath(r) + os.sep for r in (roots or []))
