@@ -598,7 +598,8 @@ class Session:
         except Exception as error:  # noqa: BLE001 - a bug of ours must not take the editor down
             self.last_error = f"{type(error).__name__}: {error}"
             self.callbacks.log(f"analysis of {path} failed: {self.last_error}", "error")
-            findings, call_sites, imported, failed = [], [], [], True
+            # Never an empty, clean-looking result: say that the check itself failed.
+            findings, call_sites, imported, failed = [_internal_error(path, self.last_error)], [], [], True
         finally:
             self._busy -= 1
             self._status("busy" if self._busy else "idle")
@@ -729,6 +730,15 @@ class Session:
             "notes": list(self.run_notes), "trigger": self.settings.trigger,
             "executeUnsaved": self.settings.execute_unsaved, "workspaceChecks": self._workspace_checks,
         })
+
+
+def _internal_error(path: str, error: str) -> Finding:
+    from ..findings import INTERNAL_ERROR
+    from ..sourcetext import Position, Range
+
+    return Finding(os.path.basename(path), Range(Position(0, 0), Position(0, 0)), "warning", INTERNAL_ERROR,
+                   f"atenlint failed while checking this file ({error[:300]}); its results are not shown. "
+                   f"Please report it with the output log", abs_path=path)
 
 
 def _result(path: str, version, findings: list, call_sites: list, imported: list, key: tuple,
