@@ -208,6 +208,9 @@ async function startCodeServer(setup, extensions, port) {
         // Trusted: the user setting names the interpreter through ${env:ATENLINT_E2E_PYTHON} (the
         // remote extension host takes PATH from a login shell, so PATH cannot carry the venv).
         ATENLINT_E2E_PYTHON: python,
+        // The canary module proves an import by writing a file, which the worker's sandbox
+        // refuses (tests/worker/test_sandbox.py covers that); here only trust decides imports.
+        ATENLINT_SANDBOX: 'off',
     };
     const config = path.join(setup.dir, 'code-server.yaml');
     fs.writeFileSync(config, 'auth: none\ncert: false\n');

@@ -313,11 +313,12 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams):
     text = document.text if document else ls.workspace.get_text_document(uri).source
     path = _path(uri)
     shown = ls.session.source_text_for(path) if path else None
-    if shown is not None and shown != text:
-        return None  # the buffer changed since the check: its edits would land in the wrong place
-    findings = ls.session.findings_for(path) if path else []
+    changed = shown is not None and shown != text
+    findings = ls.session.findings_for(path) if path and not changed else []
     source = SourceText(text, path)
-    # The server's own diagnostics, for clients that do not echo `data` (Vim + ALE).
+    # The server's own diagnostics, for clients that do not echo `data` (Vim + ALE). Once the
+    # buffer changed since the check their positions are stale: then only the diagnostics the
+    # client echoes (it moves them with the edits, as VS Code does) carry fixes.
     known = [(convert.diagnostic(f, source, ls.encoding), convert.diagnostic_data(f)) for f in findings]
     actions = convert.code_actions(uri, text, list(params.context.diagnostics), params.context.only, ls.encoding,
                                    [data for _, data in known], params.range, known) or []
