@@ -286,7 +286,7 @@ def _trace_class(result: dict, instance: Any, module: Any, expression: str, devi
         if not wanted:
             continue
         try:
-            found = (capture(instance, args, kwargs, tuple(wanted), _real_inputs(expression, module))
+            found = (capture(instance, args, kwargs, tuple(wanted), _real_inputs(expression, module, args, kwargs))
                      if capture is jit_graph_ops else capture(instance, args, kwargs, tuple(wanted), graph_options or {}))
         except GraphFailures as partial:  # some of these views were captured
             failures += [f.as_json() for f in partial.failures]
@@ -314,22 +314,17 @@ def _trace_class(result: dict, instance: Any, module: Any, expression: str, devi
     return result
 
 
-def _real_inputs(expression: str, module: Any) -> Optional[tuple]:
+def _real_inputs(expression: str, module: Any, meta_args: tuple, meta_kwargs: dict) -> Optional[tuple]:
     """The user's example inputs as real CPU tensors (for torch.jit.trace, which needs real
     values: `.item()` and masks then take their real path), or None when the expression
-    cannot be evaluated off meta or would be too large."""
+    cannot be evaluated off meta or would be too large (sized from the meta inputs)."""
     from .graphs import REAL_TENSOR_LIMIT_BYTES, _tensors_in
     from .loader import evaluate_inputs
 
-    probe = None
+    size = sum(t.numel() * t.element_size() for t in _tensors_in((meta_args, meta_kwargs)))
+    if size > REAL_TENSOR_LIMIT_BYTES // 4:
+        return None
     try:
-        from .trace import build_inputs
-
-        probe = build_inputs(expression, module)  # meta first: sizes cost nothing
-        size = sum(t.numel() * t.element_size() for t in _tensors_in((tuple(probe) if isinstance(probe, tuple)
-                                                                      else probe, getattr(probe, "kwargs", {}))))
-        if size > REAL_TENSOR_LIMIT_BYTES // 4:
-            return None
         inputs = evaluate_inputs(expression, module)
     except Exception:  # noqa: BLE001 - zeros and noise of the same shapes stand in
         return None

@@ -42,6 +42,7 @@ import torch
 from .decompose import canonical_name
 from .paths import is_library_file
 from .script import Site
+from .trace import _fake_mode, _first_line, _user_site_of
 
 VIEW_JIT = "jit"
 VIEW_ONNX_JIT = "onnx-jit"
@@ -109,13 +110,6 @@ class GraphOp:
 
 
 # -- fake CPU tensors ------------------------------------------------------------------
-
-def _fake_mode():
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
-
 
 def _to_fake(mode: Any, value: Any, device: str) -> Any:
     if isinstance(value, torch.nn.Parameter):
@@ -563,28 +557,5 @@ def _onnx_decomposition_table(names: list) -> dict:
     implements at the target opset (`names`, from onnxscript's torchlib, read apart)."""
     from torch.onnx._internal.exporter import _decomp
 
-    from .decompose import resolve_overload
-
-    registered = set()
-    for name in names:
-        qualified, _, overload = name.partition(".")
-        op = resolve_overload(qualified, overload)
-        if op is not None:
-            registered.add(op)
+    registered = {op for op in map(_resolve, names) if op is not None}
     return _decomp.create_onnx_friendly_decomposition_table(registered)
-
-
-# -- errors -------------------------------------------------------------------------------------
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return (text[0][:300] if text else "") or type(error).__name__
-
-
-def _user_site_of(error: BaseException) -> Optional[Site]:
-    import traceback
-
-    for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        if not is_library_file(frame.filename) and not frame.filename.startswith(_ATENLINT_DIR):
-            return Site(frame.filename, frame.lineno or 1, -1, 1, None)
-    return None

@@ -294,17 +294,17 @@ def _run(instance, arguments, recorder, keywords=None):
         instance(*arguments, **(keywords or {}))
 
 
-def _first_line(error: Exception) -> str:
+def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
-    return text[0][:300] if text else type(error).__name__
+    return (text[0][:300] if text else "") or type(error).__name__
 
 
-def _user_site_of(error: Exception) -> Optional[Site]:
+def _user_site_of(error: BaseException) -> Optional[Site]:
     import traceback
 
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         if not is_library_file(frame.filename) and not frame.filename.startswith(_ATENLINT_DIR):
-            return Site(frame.filename, frame.lineno, -1, 1, None)
+            return Site(frame.filename, frame.lineno or 1, -1, 1, None)
     return None
 
 
