@@ -20,10 +20,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "server"), os.path.join(HERE, "..", "tests", "lsp")]
 
-from atenlint.config import SettingsResolver  # noqa: E402
-from atenlint.engine import Engine  # noqa: E402
-from atenlint.worker.pool import WorkerPool  # noqa: E402
-from test_session_property import FILES, MODES, MODE_IDS, _World  # noqa: E402
+from test_session_property import FILES, MODE_IDS, MODES, _World
+
+from atenlint.config import SettingsResolver
+from atenlint.engine import Engine
+from atenlint.worker.pool import WorkerPool
 
 KINDS = ["edit", "edit-save", "save", "open", "close", "write"]
 
@@ -64,8 +65,10 @@ def main() -> int:
         world.close()
         pool.close()
     seconds = time.perf_counter() - started
-    print(f"{args.mode}: {world.sequences} sequences ({world.all_valid} ending all valid), "
-          f"{len(mismatches)} mismatches, {world.session.analyses} checks ran, {seconds:.1f} s")
+    print(
+        f"{args.mode}: {world.sequences} sequences ({world.all_valid} ending all valid), "
+        f"{len(mismatches)} mismatches, {world.session.analyses} checks ran, {seconds:.1f} s"
+    )
     for index, steps, found in mismatches[:5]:
         print(f"  sequence {index}: {steps}\n    {found}")
     return 1 if mismatches else 0

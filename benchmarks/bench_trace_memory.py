@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
 
-from atenlint.worker.pool import WorkerPool  # noqa: E402
+from atenlint.worker.pool import WorkerPool
 
 MODEL = textwrap.dedent("""
     import torch
@@ -65,8 +65,18 @@ PARAMETERS = 32000 * 8192 * 2 + 13 * (12 * 8192 * 8192 + 4 * 8192)
 def analyse(pool: WorkerPool, path: str, inputs: str | None) -> tuple[float, dict]:
     classes = {"GiantLM": {"inputs": inputs} if inputs else {}}
     started = time.perf_counter()
-    answer = pool.request("analyse", {"path": path, "module": "giant", "roots": [os.path.dirname(path)],
-                                      "classes": classes, "devices": ["mps"], "views": ["dispatch"]}, 600)
+    answer = pool.request(
+        "analyse",
+        {
+            "path": path,
+            "module": "giant",
+            "roots": [os.path.dirname(path)],
+            "classes": classes,
+            "devices": ["mps"],
+            "views": ["dispatch"],
+        },
+        600,
+    )
     return time.perf_counter() - started, next(c for c in answer["classes"] if c["qualname"] == "GiantLM")
 
 
@@ -101,17 +111,22 @@ def main() -> int:
             pool.close()
     result = {
         "parameters": PARAMETERS,
-        "script_seconds": round(script_s, 2), "script_capture": scripted.get("capture", "script"),
-        "trace_seconds": round(trace_s, 2), "trace_capture": traced.get("capture"),
+        "script_seconds": round(script_s, 2),
+        "script_capture": scripted.get("capture", "script"),
+        "trace_seconds": round(trace_s, 2),
+        "trace_capture": traced.get("capture"),
         "trace_vs_script": round(trace_s / script_s, 2),
-        "worker_peak_rss_mb": round(peak), "worker_rss_after_start_mb": round(baseline_rss),
+        "worker_peak_rss_mb": round(peak),
+        "worker_rss_after_start_mb": round(baseline_rss),
     }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{PARAMETERS / 1e9:.1f} B parameters: trace {trace_s:.2f}s ({traced.get('capture')}), "
-              f"script {script_s:.2f}s, ratio {trace_s / script_s:.2f}; worker peak RSS {peak:.0f} MB "
-              f"(after start {baseline_rss:.0f} MB)")
+        print(
+            f"{PARAMETERS / 1e9:.1f} B parameters: trace {trace_s:.2f}s ({traced.get('capture')}), "
+            f"script {script_s:.2f}s, ratio {trace_s / script_s:.2f}; worker peak RSS {peak:.0f} MB "
+            f"(after start {baseline_rss:.0f} MB)"
+        )
     return 0
 
 

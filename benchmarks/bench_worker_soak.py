@@ -24,9 +24,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
 
-from atenlint.worker.pool import WorkerPool, WorkerSettings, _rss_mb  # noqa: E402
+from atenlint.worker.pool import WorkerPool, WorkerSettings, _rss_mb
 
-MODEL = '''
+MODEL = """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -52,9 +52,9 @@ class Net(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.pool(x)
-'''
+"""
 
-POISON = '''
+POISON = """
 import warnings
 import torch
 import torch.nn as nn
@@ -67,7 +67,7 @@ torch.device("meta").__enter__()
 class Poisoned(nn.Module):
     def forward(self, x):
         return x.relu()
-'''
+"""
 
 
 def main(argv: list | None = None) -> int:
@@ -93,18 +93,26 @@ def main(argv: list | None = None) -> int:
     failures = 0
     for cycle in range(1, args.cycles + 1):
         path, module = files[cycle % len(files)]
-        answer = pool.request("analyse", {"path": path, "module": module, "roots": [folder],
-                                          "classes": {"Net": {}, "Block": {}, "Poisoned": {}}}, 120)
+        answer = pool.request(
+            "analyse",
+            {"path": path, "module": module, "roots": [folder], "classes": {"Net": {}, "Block": {}, "Poisoned": {}}},
+            120,
+        )
         statuses = [(c["qualname"], c["status"], len(c["ops"])) for c in answer["classes"]]
         expected = statuses_seen.setdefault(module, statuses)
         if statuses != expected or "import_error" in answer:
             failures += 1
-            print(f"cycle {cycle}: {module} answered {statuses} {answer.get('import_error')}, "
-                  f"first {expected}", flush=True)
+            print(
+                f"cycle {cycle}: {module} answered {statuses} {answer.get('import_error')}, first {expected}",
+                flush=True,
+            )
         if worker.recycle_reason or pool.recycled:
             print(f"cycle {cycle}: the worker was recycled ({worker.recycle_reason})")
-        if cycle == args.warm_up or (cycle > args.warm_up and cycle % max(1, args.cycles // 10) == 0) \
-                or cycle == args.cycles:
+        if (
+            cycle == args.warm_up
+            or (cycle > args.warm_up and cycle % max(1, args.cycles // 10) == 0)
+            or cycle == args.cycles
+        ):
             rss = _rss_mb(worker.process.pid)
             first = first or rss
             readings.append({"cycle": cycle, "rss_mb": round(rss, 1), "growth": round(rss / first - 1, 4)})
@@ -112,12 +120,24 @@ def main(argv: list | None = None) -> int:
     seconds = time.perf_counter() - started
     pool.close()
     growth = readings[-1]["rss_mb"] / readings[0]["rss_mb"] - 1
-    print(f"{args.cycles} cycles in {seconds:.0f} s; RSS {readings[0]['rss_mb']} -> {readings[-1]['rss_mb']} MB "
-          f"({growth * 100:+.1f} %), recycled {pool.recycled} times, {failures} answers differed from the first")
+    print(
+        f"{args.cycles} cycles in {seconds:.0f} s; RSS {readings[0]['rss_mb']} -> {readings[-1]['rss_mb']} MB "
+        f"({growth * 100:+.1f} %), recycled {pool.recycled} times, {failures} answers differed from the first"
+    )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"cycles": args.cycles, "seconds": seconds, "readings": readings, "growth": growth,
-                       "recycled": pool.recycled, "differing_answers": failures}, handle, indent=2)
+            json.dump(
+                {
+                    "cycles": args.cycles,
+                    "seconds": seconds,
+                    "readings": readings,
+                    "growth": growth,
+                    "recycled": pool.recycled,
+                    "differing_answers": failures,
+                },
+                handle,
+                indent=2,
+            )
     return 0 if growth <= 0.10 and not failures else 1
 
 

@@ -23,21 +23,28 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
 
-from atenlint.capture.decompose import record_calls  # noqa: E402
-from atenlint.targets.mps import MpsTarget  # noqa: E402
-from atenlint.targets.native_table import NativeTable  # noqa: E402
+from atenlint.capture.decompose import record_calls
+from atenlint.targets.mps import MpsTarget
+from atenlint.targets.native_table import NativeTable
 
 
 def all_dtype_entries() -> list[str]:
-    import torch.testing._internal.common_mps as common_mps
+    from torch.testing._internal import common_mps
 
-    tree = ast.parse(open(common_mps.__file__, encoding="utf-8").read())
+    with open(common_mps.__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
     for node in ast.walk(tree):
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        )
         if isinstance(target, ast.Name) and target.id == "UNIMPLEMENTED_XFAILLIST" and isinstance(node.value, ast.Dict):
-            return [k.value for k, v in zip(node.value.keys, node.value.values)
-                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and v.value is None]
+            return [
+                k.value
+                for k, v in zip(node.value.keys, node.value.values)
+                if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and v.value is None
+            ]
     raise SystemExit("UNIMPLEMENTED_XFAILLIST not found")
 
 
@@ -80,8 +87,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    from torch.testing._internal.common_methods_invocations import op_db
     import torchgen
+    from torch.testing._internal.common_methods_invocations import op_db
 
     yaml = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native", "native_functions.yaml")
     table = NativeTable.load(yaml, torch.__version__.split("+")[0])
@@ -99,15 +106,22 @@ def main() -> int:
         rows.append(result)
     agree = sum(r["agrees"] for r in rows)
     if args.json:
-        json.dump({"torch": torch.__version__, "entries": len(rows), "agree": agree, "rows": rows}, sys.stdout, indent=1)
+        json.dump(
+            {"torch": torch.__version__, "entries": len(rows), "agree": agree, "rows": rows}, sys.stdout, indent=1
+        )
     else:
         for row in rows:
             mark = "agree " if row["agrees"] else "DIFFER"
-            detail = ", ".join(row["fallbacks"]) if row["agrees"] else (
-                "reaches " + ", ".join(row["reached"][:6]) if row["reached"] else "; ".join(row["errors"]))
+            detail = (
+                ", ".join(row["fallbacks"])
+                if row["agrees"]
+                else ("reaches " + ", ".join(row["reached"][:6]) if row["reached"] else "; ".join(row["errors"]))
+            )
             print(f"{mark} {row['entry']:<40} {detail[:150]}")
-        print(f"{agree}/{len(rows)} all-dtypes UNIMPLEMENTED_XFAILLIST entries are marked as CPU fallbacks "
-              f"(torch {torch.__version__})")
+        print(
+            f"{agree}/{len(rows)} all-dtypes UNIMPLEMENTED_XFAILLIST entries are marked as CPU fallbacks "
+            f"(torch {torch.__version__})"
+        )
     return 0
 
 

@@ -22,8 +22,8 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "server", "atenlint", "targets", "data", "mps_forced_fallbacks.json")
 
-_BLOCK = re.compile(r"TORCH_LIBRARY_IMPL\(\s*aten\s*,\s*MPS\s*,\s*m\s*\)\s*\{(?P<body>.*?)\n\}", re.S)
-_IMPL = re.compile(r'm\.impl\(\s*"(?P<op>[^"]+)"\s*,\s*(?P<kernel>[^;]*?)\)\s*;', re.S)
+_BLOCK = re.compile(r"TORCH_LIBRARY_IMPL\(\s*aten\s*,\s*MPS\s*,\s*m\s*\)\s*\{(?P<body>.*?)\n\}", re.DOTALL)
+_IMPL = re.compile(r'm\.impl\(\s*"(?P<op>[^"]+)"\s*,\s*(?P<kernel>[^;]*?)\)\s*;', re.DOTALL)
 
 
 def forced_ops(source: str) -> list[str]:

@@ -55,8 +55,9 @@ def mps_overloads(wheel: str) -> tuple[set, str]:
         with open(yaml_path, "rb") as handle:
             sha = hashlib.sha256(handle.read()).hexdigest()
         env = dict(os.environ, PYTHONPATH=SERVER)
-        out = subprocess.run([sys.executable, "-c", _PARSE, tmp, yaml_path], capture_output=True, text=True,
-                             env=env, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _PARSE, tmp, yaml_path], capture_output=True, text=True, env=env, check=True
+        )
     entries = json.loads(out.stdout)
     own = {name for name, e in entries.items() if "MPS" in e["k"]}
     effective = set(own)
@@ -70,9 +71,25 @@ def download(versions: list[str], folder: str) -> list[str]:
     wheels = []
     for version in versions:
         before = set(os.listdir(folder))
-        subprocess.run([sys.executable, "-m", "pip", "download", f"torch=={version}", "--no-deps",
-                        "--platform", "macosx_11_0_arm64", "--only-binary=:all:", "--python-version", "3.11",
-                        "-d", folder, "-q"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"torch=={version}",
+                "--no-deps",
+                "--platform",
+                "macosx_11_0_arm64",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.11",
+                "-d",
+                folder,
+                "-q",
+            ],
+            check=True,
+        )
         new = sorted(set(os.listdir(folder)) - before) or [f for f in os.listdir(folder) if f"torch-{version}" in f]
         wheels.append(os.path.join(folder, new[0]))
     return wheels
@@ -90,8 +107,12 @@ def build(wheels: list[str]) -> dict:
         minor = ".".join(version.split(".")[:2])
         ops, sha = mps_overloads(wheel)
         per_version[minor] = ops
-        sources[minor] = {"release": version, "wheel": os.path.basename(wheel), "yaml_sha256": sha,
-                          "mps_overloads": len(ops)}
+        sources[minor] = {
+            "release": version,
+            "wheel": os.path.basename(wheel),
+            "yaml_sha256": sha,
+            "mps_overloads": len(ops),
+        }
         print(f"torch {version}: {len(ops)} overloads with an MPS kernel", file=sys.stderr)
     versions = list(per_version)
     ranges: dict[str, list] = {}
@@ -109,8 +130,8 @@ def build(wheels: list[str]) -> dict:
         ranges[name] = spans
     return {
         "about": "Per aten overload, the torch releases (major.minor) in which it has an MPS kernel, directly "
-                 "(`MPS:` in native_functions.yaml) or through a structured out= delegate that has one. "
-                 "A range [first, last] is inclusive; last null means still present in the newest release listed.",
+        "(`MPS:` in native_functions.yaml) or through a structured out= delegate that has one. "
+        "A range [first, last] is inclusive; last null means still present in the newest release listed.",
         "source": "native_functions.yaml of each torch wheel on PyPI, parsed with that wheel's torchgen",
         "generated_by": "scripts/gen_mps_history.py",
         "versions": sources,

@@ -17,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "server"))
 
-from atenlint.formats.rules import RULES  # noqa: E402
+from atenlint.formats.rules import RULES
 
 OUT = os.path.join(HERE, "..", "docs", "rules.md")
 FAMILIES = [
@@ -35,32 +35,47 @@ FAMILIES = [
 DETAILS = {
     "ATL001": "Fix the syntax error; the file's modules are analysed once it parses.",
     "ATL002": "atenlint imports the file to build its modules: make the import work (or guard script code "
-              "with `if __name__ == \"__main__\":`). A syntax error in a file it imports is reported on the "
-              "importing line.",
+    'with `if __name__ == "__main__":`). A syntax error in a file it imports is reported on the '
+    "importing line.",
     "ATL003": "Give a factory: `# atenlint: init=Class(...)` on the class line or "
-              "`[tool.atenlint.modules.\"pkg.Class\"] init = \"...\"` (the quick fix writes the stub).",
+    '`[tool.atenlint.modules."pkg.Class"] init = "..."` (the quick fix writes the stub).',
     "ATL004": "Give example inputs (`# atenlint: inputs=torch.randn(...)`) so the class is traced instead.",
     "ATL005": "Raise `timeout` in `[tool.atenlint]` if the file is only slow.",
     "ATL012": "See docs/security.md: analysed code may not start processes, use the network or write files.",
     "MPS001": "The quick fixes offer a rewrite where one exists, an explicit CPU round trip otherwise; "
-              "*Silence torch's runtime CPU-fallback warning* only hides the warning torch prints when the "
-              "code runs (the op still runs on the CPU, and atenlint still reports it).",
+    "*Silence torch's runtime CPU-fallback warning* only hides the warning torch prints when the "
+    "code runs (the op still runs on the CPU, and atenlint still reports it).",
     "MPS002": "These ops always run on the CPU on MPS in this torch; the warning filter quick fix hides "
-              "only torch's run-time warning.",
+    "only torch's run-time warning.",
     "COREML000": "Said once per run (and in the editor's status item), not once per class.",
+    "TRT002": "Reported only when the call's constant arguments show that the converter's capability validator "
+    "declines it (`ceil_mode=True` or a dilation on a pool, `divisor_override`, `topk` with k > 3840, "
+    "a zero-sized `as_strided`); a validator that only may decline (shapes, dtypes, TensorRT-RTX) is not.",
 }
 
 
 # Codes the server emits that the formats' registry does not describe yet: (name, description, severity).
 EXTRA = {
-    "ATL012": ("SandboxRefused", "importing or analysing the file tried to start a process, use the network, "
-               "write outside atenlint's temporary folder or signal another process, and the worker's sandbox "
-               "refused it", "warning"),
-    "ATL020": ("PartialCapture", "one toolchain's front end could not capture a traced class; another view of "
-               "the class stood in", "information"),
+    "ATL012": (
+        "SandboxRefused",
+        (
+            "importing or analysing the file tried to start a process, use the network, "
+            "write outside atenlint's temporary folder or signal another process, and the "
+            "worker's sandbox refused it"
+        ),
+        "warning",
+    ),
+    "ATL020": (
+        "PartialCapture",
+        ("one toolchain's front end could not capture a traced class; another view of the class stood in"),
+        "information",
+    ),
     "CORE003": ("CoreAtenCustomOp", "a call reaches a library's own operator, not core ATen", "warning"),
-    "ET003": ("ExecutorchCustomOp", "a call reaches a library's own operator, not core ATen: ExecuTorch needs a "
-              "kernel for it", "warning"),
+    "ET003": (
+        "ExecutorchCustomOp",
+        ("a call reaches a library's own operator, not core ATen: ExecuTorch needs a kernel for it"),
+        "warning",
+    ),
 }
 
 
@@ -73,11 +88,18 @@ def all_rules() -> dict:
 
 
 def render() -> str:
-    lines = ["# Rule codes", "",
-             "<!-- Written by scripts/gen_rules_doc.py from atenlint.formats.rules; do not edit by hand. -->", "",
-             "Every diagnostic atenlint reports carries one of these codes; editors link the code here. "
-             "Severities are the defaults: `[tool.atenlint] severity` and the editor's `severity` setting "
-             "override them per target.", ""]
+    lines = [
+        "# Rule codes",
+        "",
+        "<!-- Written by scripts/gen_rules_doc.py from atenlint.formats.rules; do not edit by hand. -->",
+        "",
+        (
+            "Every diagnostic atenlint reports carries one of these codes; editors link the code here. "
+            "Severities are the defaults: `[tool.atenlint] severity` and the editor's `severity` setting "
+            "override them per target."
+        ),
+        "",
+    ]
     rules = all_rules()
     codes = sorted(rules)
     seen = set()
@@ -99,8 +121,12 @@ def render() -> str:
 
 def _section(code: str, rule: tuple) -> list:
     name, description, severity = rule
-    out = [f'<a id="{code.lower()}"></a>', f"### {code} {name}", "",
-           f"{description[0].upper()}{description[1:]}. Default severity: {severity}."]
+    out = [
+        f'<a id="{code.lower()}"></a>',
+        f"### {code} {name}",
+        "",
+        f"{description[0].upper()}{description[1:]}. Default severity: {severity}.",
+    ]
     if code in DETAILS:
         out += ["", DETAILS[code]]
     return out + [""]

@@ -62,8 +62,11 @@ def converters_in(source: str, filename: str) -> list[dict]:
         for statement in body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for decorator in statement.decorator_list:
-                    if not (isinstance(decorator, ast.Call) and _dotted(decorator.func) and
-                            _dotted(decorator.func).split(".")[-1] == "dynamo_tensorrt_converter"):
+                    if not (
+                        isinstance(decorator, ast.Call)
+                        and _dotted(decorator.func)
+                        and _dotted(decorator.func).split(".")[-1] == "dynamo_tensorrt_converter"
+                    ):
                         continue
                     if not decorator.args:
                         continue
@@ -71,10 +74,16 @@ def converters_in(source: str, filename: str) -> list[dict]:
                     if named is None:
                         continue
                     keywords = {k.arg for k in decorator.keywords}
-                    found.append({"op": named[0], "packet": named[1],
-                                  "validator": "capability_validator" in keywords,
-                                  "conditional": conditional, "file": os.path.basename(filename),
-                                  "line": decorator.lineno})
+                    found.append(
+                        {
+                            "op": named[0],
+                            "packet": named[1],
+                            "validator": "capability_validator" in keywords,
+                            "conditional": conditional,
+                            "file": os.path.basename(filename),
+                            "line": decorator.lineno,
+                        }
+                    )
             elif isinstance(statement, ast.If):
                 visit(statement.body, True)
                 visit(statement.orelse, True)
@@ -96,32 +105,59 @@ def read_wheel(path: str) -> dict:
             converters += converters_in(text, name)
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         meta = archive.read(metadata).decode("utf-8")
-    version = re.search(r"^Version: (.+)$", meta, re.M).group(1).strip()
-    torch_req = [line.split(":", 1)[1].strip() for line in meta.splitlines()
-                 if line.startswith("Requires-Dist: torch") and not line.startswith("Requires-Dist: torch_")
-                 and not line.startswith("Requires-Dist: torchvision")]
+    version = re.search(r"^Version: (.+)$", meta, re.MULTILINE).group(1).strip()
+    torch_req = [
+        line.split(":", 1)[1].strip()
+        for line in meta.splitlines()
+        if line.startswith("Requires-Dist: torch")
+        and not line.startswith("Requires-Dist: torch_")
+        and not line.startswith("Requires-Dist: torchvision")
+    ]
     ops: dict[str, dict] = {}
     for entry in converters:
-        current = ops.setdefault(entry["op"], {"packet": entry["packet"], "validator": entry["validator"],
-                                               "conditional": entry["conditional"], "at": []})
+        current = ops.setdefault(
+            entry["op"],
+            {"packet": entry["packet"], "validator": entry["validator"], "conditional": entry["conditional"], "at": []},
+        )
         # Several registrations of one op: it is validated only if every one of them is.
         current["validator"] = current["validator"] and entry["validator"]
         current["conditional"] = current["conditional"] and entry["conditional"]
         current["packet"] = current["packet"] or entry["packet"]
         current["at"].append(f"{entry['file']}:{entry['line']}")
-    return {"release": version, "wheel": os.path.basename(path), "requires": torch_req,
-            "sources_sha256": digest.hexdigest(), "files_read": len(names),
-            "ops": dict(sorted(ops.items()))}
+    return {
+        "release": version,
+        "wheel": os.path.basename(path),
+        "requires": torch_req,
+        "sources_sha256": digest.hexdigest(),
+        "files_read": len(names),
+        "ops": dict(sorted(ops.items())),
+    }
 
 
 def download(versions: list[str], folder: str) -> list[str]:
     out = []
     for version in versions:
         before = set(os.listdir(folder))
-        subprocess.run([sys.executable, "-m", "pip", "download", f"torch-tensorrt=={version}", "--no-deps",
-                        "--platform", "manylinux_2_28_x86_64", "--only-binary=:all:", "--python-version", "3.11",
-                        "-d", folder, "-q"], check=True)
-        out.append(os.path.join(folder, sorted(set(os.listdir(folder)) - before)[0]))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"torch-tensorrt=={version}",
+                "--no-deps",
+                "--platform",
+                "manylinux_2_28_x86_64",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.11",
+                "-d",
+                folder,
+                "-q",
+            ],
+            check=True,
+        )
+        out.append(os.path.join(folder, min(set(os.listdir(folder)) - before)))
     return out
 
 
@@ -139,14 +175,16 @@ def main() -> int:
         for wheel in wheels:
             data = read_wheel(wheel)
             versions[data["release"]] = data
-            print(f"torch-tensorrt {data['release']}: {len(data['ops'])} converter targets "
-                  f"({sum(o['validator'] for o in data['ops'].values())} with capability validators)",
-                  file=sys.stderr)
+            print(
+                f"torch-tensorrt {data['release']}: {len(data['ops'])} converter targets "
+                f"({sum(o['validator'] for o in data['ops'].values())} with capability validators)",
+                file=sys.stderr,
+            )
     result = {
         "about": "Torch-TensorRT (dynamo) converter registrations: each aten target with a "
-                 "@dynamo_tensorrt_converter, whether it has a capability_validator (it may still run in "
-                 "PyTorch), and whether the registration is conditional on the TensorRT version. A packet "
-                 "(no overload) registers every overload of the op.",
+        "@dynamo_tensorrt_converter, whether it has a capability_validator (it may still run in "
+        "PyTorch), and whether the registration is conditional on the TensorRT version. A packet "
+        "(no overload) registers every overload of the op.",
         "source": "torch_tensorrt/dynamo/conversion/*.py in the torch-tensorrt wheels on PyPI, parsed with ast",
         "generated_by": "scripts/gen_tensorrt_converters.py",
         "versions": dict(sorted(versions.items())),

@@ -50,8 +50,8 @@ def main() -> int:
     sections = lowered_ops(document)
     data = {
         "about": "Aten overloads torch_xla lowers (XLA dispatch key), by codegen section. An op outside these "
-                 "lists runs through torch_xla's CPU fallback (aten_cpu_fallback), unless torch decomposes it "
-                 "first (CompositeImplicitAutograd / CompositeExplicitAutograd).",
+        "lists runs through torch_xla's CPU fallback (aten_cpu_fallback), unless torch decomposes it "
+        "first (CompositeImplicitAutograd / CompositeExplicitAutograd).",
         "source": f"pytorch/xla {args.ref}: codegen/xla_native_functions.yaml",
         "generated_by": "scripts/gen_xla_native_functions.py",
         "ref": args.ref,

@@ -26,9 +26,18 @@ class Scorer(nn.Module):
 NOTEBOOK_CELLS = [
     ("markdown", ["# Pooling\n"]),
     ("code", ["import torch\n", "import torch.nn as nn\n", "%matplotlib inline"]),
-    ("code", ["class Pool(nn.Module):\n", "    def __init__(self):\n", "        super().__init__()\n",
-              "        self.pool = nn.AdaptiveAvgPool3d((2, 4, 4))\n", "\n", "    def forward(self, x):\n",
-              "        return self.pool(x)\n"]),
+    (
+        "code",
+        [
+            "class Pool(nn.Module):\n",
+            "    def __init__(self):\n",
+            "        super().__init__()\n",
+            "        self.pool = nn.AdaptiveAvgPool3d((2, 4, 4))\n",
+            "\n",
+            "    def forward(self, x):\n",
+            "        return self.pool(x)\n",
+        ],
+    ),
 ]
 
 
@@ -39,8 +48,18 @@ def notebook_text(cells) -> str:
         if kind == "code":
             cell.update(execution_count=None, outputs=[])
         out.append(cell)
-    return json.dumps({"cells": out, "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
-                       "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    return (
+        json.dumps(
+            {
+                "cells": out,
+                "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 def make_workspace(root) -> str:

@@ -37,9 +37,10 @@ CLEAN = textwrap.dedent("""
 
 
 def atenlint(*args, cwd=REPO, module=False):
-    command = [sys.executable, "-m", "atenlint"] if module else [os.path.join(os.path.dirname(sys.executable),
-                                                                              "atenlint")]
-    return subprocess.run(command + list(args), cwd=cwd, capture_output=True, text=True, timeout=300)
+    command = (
+        [sys.executable, "-m", "atenlint"] if module else [os.path.join(os.path.dirname(sys.executable), "atenlint")]
+    )
+    return subprocess.run(command + list(args), cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
 
 
 @pytest.fixture
@@ -72,8 +73,15 @@ def test_json_contract(workspace):
     assert diagnostic == {
         "path": "bad.py",
         "range": {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": 47}},
-        "severity": "warning", "target": "mps", "code": "MPS001", "ops": ["aten::take"], "call": "torch.take",
-        "module": "bad.Net", "modules": ["bad.Net"], "capture": "script", "message": diagnostic["message"],
+        "severity": "warning",
+        "target": "mps",
+        "code": "MPS001",
+        "ops": ["aten::take"],
+        "call": "torch.take",
+        "module": "bad.Net",
+        "modules": ["bad.Net"],
+        "capture": "script",
+        "message": diagnostic["message"],
         "fixes": diagnostic["fixes"],
     }
     assert "PYTORCH_ENABLE_MPS_FALLBACK=1" in diagnostic["message"]
@@ -93,14 +101,17 @@ def test_python_dash_m_and_folder_recursion(workspace):
     assert sorted({d["path"] for d in json.loads(result.stdout)["diagnostics"]}) == ["bad.py"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["check", "missing.py"], "no such file or directory: missing.py"),
-    (["check", ".", "--target", "tpu"], "unknown target 'tpu'"),
-    (["check", ".", "--config", "nope.toml"], "--config: no such file"),
-    (["check", ".", "--timeout", "0"], "--timeout: must be a positive number"),
-    (["check"], "the following arguments are required: PATH"),
-    ([], ""),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "missing.py"], "no such file or directory: missing.py"),
+        (["check", ".", "--target", "tpu"], "unknown target 'tpu'"),
+        (["check", ".", "--config", "nope.toml"], "--config: no such file"),
+        (["check", ".", "--timeout", "0"], "--timeout: must be a positive number"),
+        (["check"], "the following arguments are required: PATH"),
+        ([], ""),
+    ],
+)
 def test_usage_errors_exit_2(workspace, args, message):
     result = atenlint(*args, cwd=workspace)
     assert result.returncode == 2
@@ -108,11 +119,15 @@ def test_usage_errors_exit_2(workspace, args, message):
 
 
 def test_config_file_supplies_targets_and_factories(workspace):
-    (workspace / "needs_args.py").write_text(FALLBACK.replace("class Net(nn.Module):", "class Net(nn.Module):\n"
-                                                              "    def __init__(self, width):\n"
-                                                              "        super().__init__()\n"))
-    (workspace / "cfg.toml").write_text('[tool.atenlint]\ntargets = ["mps"]\n'
-                                        '[tool.atenlint.modules."needs_args.Net"]\ninit = "Net(width=3)"\n')
+    (workspace / "needs_args.py").write_text(
+        FALLBACK.replace(
+            "class Net(nn.Module):",
+            "class Net(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n",
+        )
+    )
+    (workspace / "cfg.toml").write_text(
+        '[tool.atenlint]\ntargets = ["mps"]\n[tool.atenlint.modules."needs_args.Net"]\ninit = "Net(width=3)"\n'
+    )
     result = atenlint("check", "needs_args.py", "--config", "cfg.toml", "--format", "json", cwd=workspace)
     codes = [d["code"] for d in json.loads(result.stdout)["diagnostics"]]
     assert codes == ["MPS001"]
@@ -132,7 +147,9 @@ def test_invalid_project_config_is_reported(workspace):
 
 def test_output_to_a_closed_pipe_is_quiet(workspace):
     command = f"{sys.executable} -m atenlint check . --format json | head -c 10"
-    result = subprocess.run(command, shell=True, cwd=workspace, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command, shell=True, cwd=workspace, capture_output=True, text=True, timeout=300, check=False
+    )
     assert "Traceback" not in result.stderr
 
 

@@ -6,24 +6,34 @@ from atenlint.config import ConfigError, SettingsResolver, settings_from_table
 
 
 def test_table_keys():
-    settings = settings_from_table({
-        "targets": ["mps"], "timeout": 5, "mps-fallback": False, "workers": 2,
-        "modules": {"pkg.mod.Net": {"init": "Net(3)", "inputs": "torch.ones(1)"}},
-        "ignore": {"mps": ["aten::take"]}, "severity": {"mps": "error"},
-    }, "pyproject.toml")
+    settings = settings_from_table(
+        {
+            "targets": ["mps"],
+            "timeout": 5,
+            "mps-fallback": False,
+            "workers": 2,
+            "modules": {"pkg.mod.Net": {"init": "Net(3)", "inputs": "torch.ones(1)"}},
+            "ignore": {"mps": ["aten::take"]},
+            "severity": {"mps": "error"},
+        },
+        "pyproject.toml",
+    )
     assert settings.targets == ("mps",) and settings.timeout == 5.0 and not settings.mps_fallback
     assert settings.modules["pkg.mod.Net"].init == "Net(3)"
     assert settings.ignore == {"mps": frozenset({"aten::take"})}
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"target": ["mps"]}, "unknown key 'target'"),
-    ({"targets": ["tpu"]}, "unknown target 'tpu'"),
-    ({"timeout": -1}, "timeout must be a positive number"),
-    ({"modules": {"a.B": {"init": "B("}}}, "not a Python expression"),
-    ({"modules": {"a.B": {"factory": "B()"}}}, "unknown key factory"),
-    ({"severity": {"mps": "loud"}}, "severity must map targets"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"target": ["mps"]}, "unknown key 'target'"),
+        ({"targets": ["tpu"]}, "unknown target 'tpu'"),
+        ({"timeout": -1}, "timeout must be a positive number"),
+        ({"modules": {"a.B": {"init": "B("}}}, "not a Python expression"),
+        ({"modules": {"a.B": {"factory": "B()"}}}, "unknown key factory"),
+        ({"severity": {"mps": "loud"}}, "severity must map targets"),
+    ],
+)
 def test_errors_name_the_key(table, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         settings_from_table(table, "pyproject.toml")

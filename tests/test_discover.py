@@ -13,8 +13,17 @@ def touch(path, text=""):
 
 
 def test_walk_skips_environments_and_build_folders(tmp_path):
-    for name in ("a.py", "pkg/b.py", ".git/c.py", "node_modules/d.py", "build/e.py", "dist/f.py",
-                 "env/g.py", "x.egg-info/h.py", "notes.txt"):
+    for name in (
+        "a.py",
+        "pkg/b.py",
+        ".git/c.py",
+        "node_modules/d.py",
+        "build/e.py",
+        "dist/f.py",
+        "env/g.py",
+        "x.egg-info/h.py",
+        "notes.txt",
+    ):
         touch(str(tmp_path / name))
     touch(str(tmp_path / "env" / "pyvenv.cfg"))
     files, errors = iter_python_files([str(tmp_path), str(tmp_path / "a.py"), str(tmp_path / "missing")])

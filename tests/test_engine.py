@@ -43,7 +43,8 @@ def test_a_ten_thousand_line_file(engine, tmp_path):
 
 def test_helper_classes_used_by_a_built_model_are_not_reported_as_unbuildable(engine, tmp_path):
     path = tmp_path / "layers.py"
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         import torch
         import torch.nn as nn
 
@@ -64,14 +65,17 @@ def test_helper_classes_used_by_a_built_model_are_not_reported_as_unbuildable(en
 
             def forward(self, x):
                 return self.block(x)
-    """).lstrip())
+    """).lstrip()
+    )
     assert [f.code for f in findings_for(engine, path)] == ["MPS001"]
 
 
 def test_findings_in_files_outside_the_checked_one_are_located_there(engine, tmp_path):
     (tmp_path / "helpers.py").write_text("import torch\n\n\ndef gate(x):\n    return torch.heaviside(x, x)\n")
-    (tmp_path / "model.py").write_text("import torch.nn as nn\nfrom helpers import gate\n\n\n"
-                                       "class Net(nn.Module):\n    def forward(self, x):\n        return gate(x)\n")
+    (tmp_path / "model.py").write_text(
+        "import torch.nn as nn\nfrom helpers import gate\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return gate(x)\n"
+    )
     (finding,) = findings_for(engine, tmp_path / "model.py")
     assert os.path.basename(finding.abs_path) == "helpers.py" and finding.range.start.line == 4
 
@@ -79,7 +83,103 @@ def test_findings_in_files_outside_the_checked_one_are_located_there(engine, tmp
 def test_a_syntax_error_in_an_imported_file_is_placed_at_the_import(engine, tmp_path):
     (tmp_path / "broken_helper.py").write_text("x = 1\n\n\n\n\n\n\n\n\ndef f(:\n    pass\n")
     path = tmp_path / "uses_broken.py"
-    path.write_text("import torch.nn as nn\nimport broken_helper\n\n\nclass Net(nn.Module):\n"
-                    "    def forward(self, x):\n        return x\n")
+    path.write_text(
+        "import torch.nn as nn\nimport broken_helper\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n"
+    )
     (finding,) = [f for f in findings_for(engine, path) if f.code == "ATL002"]
     assert finding.range.start.line == 1  # `import broken_helper`, not line 10 of the other file
+
+
+# -- the fast targets first (issue 10) ---------------------------------------------------------
+
+
+class _PartialPool:
+    """The real pool's answers, with the full answer also offered as the partial one: the
+    engine must judge a partial capture by the dispatcher-view targets only, whatever views
+    its trees hold."""
+
+    def __init__(self, real):
+        self.real = real
+        self.partials = 0
+
+    def warm(self):
+        return self.real.warm()
+
+    def request(self, method, params, timeout, on_partial=None):
+        answer = self.real.request(method, params, timeout)
+        if on_partial is not None:
+            self.partials += 1
+            on_partial(dict(answer, partial=True))
+        return answer
+
+
+def _two_speed_workspace(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps", "onnx:17"]\n')
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    return path
+
+
+def test_a_partial_capture_is_judged_by_the_fast_targets_only(engine, tmp_path):
+    from atenlint.engine import Engine
+
+    path = _two_speed_workspace(tmp_path)
+    pool = _PartialPool(engine.pool)
+    two_speed = Engine(pool, SettingsResolver())
+    early = []
+    capture = two_speed.capture(str(path), on_partial=early.append)
+    (partial,) = early
+    assert partial.partial and partial.views == frozenset({"dispatch"}) and not capture.partial
+    assert {f.target for f in two_speed.findings([partial]) if f.target} == {"mps"}
+    assert "mps" in {f.target for f in two_speed.findings([capture]) if f.target}
+    assert [t.name for t in two_speed.judging_targets(partial)] == ["mps"]
+    assert {t.name for t in two_speed.judging_targets(capture)} == {"mps", "onnx:17"}
+    assert [t.name for t in two_speed.fast_targets(capture.settings)] == ["mps"]
+
+
+def test_no_partial_is_asked_for_when_every_target_is_fast(engine, tmp_path):
+    from atenlint.engine import Engine
+
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps"]\n')
+    pool = _PartialPool(engine.pool)
+    early = []
+    Engine(pool, SettingsResolver()).capture(str(path), on_partial=early.append)
+    assert early == [] and pool.partials == 0
+
+
+def test_the_worker_sends_the_dispatch_view_before_the_full_answer(engine, tmp_path):
+    """End to end through the real worker: one import, the partial answer first."""
+    path = _two_speed_workspace(tmp_path)
+    engine.resolver = SettingsResolver()
+    early = []
+    engine.capture(str(path), on_partial=early.append)
+    (partial,) = early
+    assert partial.views == frozenset({"dispatch"})
+    assert {f.target for f in engine.findings([partial]) if f.target} == {"mps"}
+    assert all(set(o.trees) <= {"dispatch"} for o in partial.occurrences)
+
+
+def test_a_worker_that_cannot_start_fails_the_run_once_not_each_file(tmp_path):
+    """check_paths starts the workers while it finds the files, then waits for them: a
+    start failure is raised from the run (the CLI's one clear message), not filed per file."""
+    import pytest
+
+    from atenlint.engine import Engine
+    from atenlint.worker.pool import WorkerFailure
+
+    class NoInterpreter:
+        warmed = 0
+
+        def warm(self):
+            self.warmed += 1
+            raise WorkerFailure("start", "cannot start /nonexistent/python3")
+
+    for index in range(3):
+        (tmp_path / f"model_{index}.py").write_text(MODEL)
+    pool = NoInterpreter()
+    with pytest.raises(WorkerFailure, match="nonexistent"):
+        Engine(pool, SettingsResolver()).check_paths([str(tmp_path)])
+    assert pool.warmed == 1

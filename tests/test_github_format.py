@@ -9,7 +9,6 @@ import re
 from atenlint.findings import Finding
 from atenlint.formats.github import annotation, escape_data, escape_property
 from atenlint.sourcetext import Position, Range
-
 from ci_support import make_workspace, run_check
 
 COMMAND = re.compile(r"^::(?P<level>error|warning|notice) (?P<properties>[^:]*)::(?P<message>.*)$")
@@ -26,8 +25,11 @@ def parse(line: str) -> dict:
     match = COMMAND.match(line)
     assert match, line
     properties = dict(item.split("=", 1) for item in match["properties"].split(","))
-    return {"level": match["level"], "message": unescape(match["message"]),
-            **{key: unescape(value) for key, value in properties.items()}}
+    return {
+        "level": match["level"],
+        "message": unescape(match["message"]),
+        **{key: unescape(value) for key, value in properties.items()},
+    }
 
 
 def test_escaping_follows_the_runner():
@@ -39,14 +41,28 @@ def test_escaping_follows_the_runner():
 
 def test_a_message_and_path_with_special_characters_round_trip(tmp_path):
     path = tmp_path / "odd, name: 100%.py"
-    finding = Finding("odd, name: 100%.py", Range(Position(2, 4), Position(2, 9)), "information", "MPS001",
-                      "line one\nline two: 50% of `a, b`", target="mps", abs_path=str(path))
+    finding = Finding(
+        "odd, name: 100%.py",
+        Range(Position(2, 4), Position(2, 9)),
+        "information",
+        "MPS001",
+        "line one\nline two: 50% of `a, b`",
+        target="mps",
+        abs_path=str(path),
+    )
     line = annotation(finding, str(tmp_path))
     assert "\n" not in line
     parsed = parse(line)
-    assert parsed == {"level": "notice", "file": "odd, name: 100%.py", "line": "3", "col": "5", "endLine": "3",
-                      "endColumn": "10", "title": "atenlint MPS001",
-                      "message": "[mps] line one\nline two: 50% of `a, b`"}
+    assert parsed == {
+        "level": "notice",
+        "file": "odd, name: 100%.py",
+        "line": "3",
+        "col": "5",
+        "endLine": "3",
+        "endColumn": "10",
+        "title": "atenlint MPS001",
+        "message": "[mps] line one\nline two: 50% of `a, b`",
+    }
 
 
 def test_annotations_match_the_json_positions(pool, monkeypatch, capsys, tmp_path):
@@ -62,10 +78,15 @@ def test_annotations_match_the_json_positions(pool, monkeypatch, capsys, tmp_pat
         assert parsed["file"] == diagnostic["path"].replace(os.sep, "/")
         assert parsed["message"] == f"[{diagnostic['target']}] {diagnostic['message']}"
         if "cell" in diagnostic:  # on the .ipynb file's own line, where GitHub shows it
-            raw = open(os.path.join(root, parsed["file"]), encoding="utf-8").read().splitlines()
-            text = raw[int(parsed["line"]) - 1][int(parsed["col"]) - 1:int(parsed["endColumn"]) - 1]
+            with open(os.path.join(root, parsed["file"]), encoding="utf-8") as handle:
+                raw = handle.read().splitlines()
+            text = raw[int(parsed["line"]) - 1][int(parsed["col"]) - 1 : int(parsed["endColumn"]) - 1]
             assert text == "self.pool(x)"
             continue
         start, end = diagnostic["range"]["start"], diagnostic["range"]["end"]
-        assert (int(parsed["line"]), int(parsed["col"]), int(parsed["endLine"]), int(parsed["endColumn"])) == \
-            (start["line"] + 1, start["character"] + 1, end["line"] + 1, end["character"] + 1)
+        assert (int(parsed["line"]), int(parsed["col"]), int(parsed["endLine"]), int(parsed["endColumn"])) == (
+            start["line"] + 1,
+            start["character"] + 1,
+            end["line"] + 1,
+            end["character"] + 1,
+        )

@@ -39,6 +39,7 @@ class Good(nn.Module):
 
 def hostile_workspace(root, canaries):
     """A project (its own .git) inside a folder whose pyproject.toml is not the project's."""
+
     def put(relative, text):
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,15 +47,20 @@ def hostile_workspace(root, canaries):
 
     canary = str(canaries)
     # The parent's settings would hide MPS001 and run an `init` that writes a canary.
-    put("../pyproject.toml", f'''
+    put(
+        "../pyproject.toml",
+        f"""
         [tool.atenlint]
         ignore = {{mps = ["aten::take"]}}
         [tool.atenlint.modules."good.Good"]
         init = "__import__('pathlib').Path({canary!r}, 'parent_init').touch() or Good()"
-    ''')
+    """,
+    )
     (root / ".git").mkdir()
     put("good.py", GOOD)
-    put("installs.py", '''
+    put(
+        "installs.py",
+        """
         import os
         import torch.nn as nn
         try:
@@ -66,15 +72,21 @@ def hostile_workspace(root, canaries):
         class Detector(nn.Module):
             def forward(self, x):
                 return x.relu()
-    ''')
+    """,
+    )
     # Shadowing names: each writes a canary and breaks if it is ever imported as the module.
     for name in ("json", "random", "types", "typing", "torch"):
-        put(f"{name}.py", f'''
+        put(
+            f"{name}.py",
+            f"""
             open({canary!r} + "/{name}", "w").close()
             raise RuntimeError("the workspace's {name}.py stood in for the real one")
-        ''')
+        """,
+        )
     # Files that poison the warm worker for the files after them (sorted before good.py).
-    put("a_poison.py", '''
+    put(
+        "a_poison.py",
+        """
         import threading
         import warnings
         import torch
@@ -87,13 +99,16 @@ def hostile_workspace(root, canaries):
         class Poison(nn.Module):
             def forward(self, x):
                 return x.relu()
-    ''')
+    """,
+    )
     os.symlink("/dev/zero", root / "zero.py")
     os.mkfifo(root / "fifo.py")
     outside = root.parent / "outside"
     outside.mkdir()
-    (outside / "evil.py").write_text(f"open({canary!r} + '/outside', 'w').close()\nimport torch.nn as nn\n"
-                                     "class Evil(nn.Module):\n    def forward(self, x):\n        return x\n")
+    (outside / "evil.py").write_text(
+        f"open({canary!r} + '/outside', 'w').close()\nimport torch.nn as nn\n"
+        "class Evil(nn.Module):\n    def forward(self, x):\n        return x\n"
+    )
     os.symlink(outside / "evil.py", root / "linked_out.py")
     os.symlink(outside, root / "linked_folder")
     put("rot13.py", "# coding: rot13\nvzcbeg gbepu\n")
@@ -110,8 +125,14 @@ def checked(tmp_path_factory):
     root.mkdir()
     canaries.mkdir()
     hostile_workspace(root, canaries)
-    run = subprocess.run([ATENLINT, "check", "--format", "json", "--timeout", "60", "."],
-                         cwd=root, capture_output=True, text=True, timeout=400)
+    run = subprocess.run(
+        [ATENLINT, "check", "--format", "json", "--timeout", "60", "."],
+        check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     return root, canaries, run
 
 
@@ -123,28 +144,30 @@ def by_file(report):
 
 
 def test_no_canary_is_written_and_nothing_crashes(checked):
-    root, canaries, run = checked
+    _, canaries, run = checked
     assert os.listdir(canaries) == [], os.listdir(canaries)
     assert "Traceback" not in run.stderr and run.returncode == 1, run.stderr[-2000:]
 
 
 def test_the_good_files_findings_survive_the_poisoned_worker(checked):
-    root, canaries, run = checked
+    _, _, run = checked
     files = by_file(json.loads(run.stdout))
     assert [d["code"] for d in files["good.py"]] == ["MPS001"]  # no false MPS010, no ATL011, not ignored
     assert [d["code"] for d in files["new\nline.py"]] == ["MPS001"]
 
 
 def test_an_import_time_install_is_one_diagnostic_on_its_line(checked):
-    root, canaries, run = checked
+    _, _, run = checked
     (refusal,) = [d for d in json.loads(run.stdout)["diagnostics"] if d["code"] == "ATL012"]
     assert refusal["path"] == "installs.py" and refusal["range"]["start"]["line"] == 5
-    assert refusal["message"].startswith("importing this file tried to run `pip install -U ultralytics`; "
-                                         "atenlint does not let analysed code start processes")
+    assert refusal["message"].startswith(
+        "importing this file tried to run `pip install -U ultralytics`; "
+        "atenlint does not let analysed code start processes"
+    )
 
 
 def test_hostile_files_are_skipped_or_reported_clearly(checked):
-    root, canaries, run = checked
+    _, _, run = checked
     report = json.loads(run.stdout)
     files = by_file(report)
     errors = {os.path.basename(e["path"]): e["message"] for e in report["errors"]}
@@ -163,8 +186,14 @@ def test_no_exec_never_runs_a_workspace_module_from_the_working_folder(tmp_path)
     (tmp_path / "m.py").write_text(GOOD)
     canary = tmp_path / "json_canary"
     (tmp_path / "json.py").write_text(f"open({str(canary)!r}, 'w').close()\n")
-    run = subprocess.run([sys.executable, "-m", "atenlint", "check", "--no-exec", "m.py"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "atenlint", "check", "--no-exec", "m.py"],
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert not canary.exists() and run.returncode == 1 and "MPS001" in run.stdout, run.stderr[-2000:]
 
 

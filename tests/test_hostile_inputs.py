@@ -43,8 +43,11 @@ def test_folder_scans_skip_non_regular_files_and_links_that_leave_the_folder(tmp
     os.symlink(root / "pkg", root / "pkg_again")  # stays inside: followed, no duplicates
     os.symlink(root / "missing.py", root / "broken.py")
     files, notes = iter_python_files([str(root)])
-    assert sorted(os.path.relpath(f, root) for f in files) == ["good.py", "new\nline.py",
-                                                               os.path.join("pkg", "inner.py")]
+    assert sorted(os.path.relpath(f, root) for f in files) == [
+        "good.py",
+        "new\nline.py",
+        os.path.join("pkg", "inner.py"),
+    ]
     why = {os.path.basename(path): message for path, message in notes}
     assert "FIFO" in why["fifo.py"] and "/dev/zero" in why["zero.py"] and "not followed" in why["out.py"]
     assert "not followed" in why["out_folder"] and "cannot read" in why["broken.py"]
@@ -73,36 +76,48 @@ def test_an_unknown_declared_encoding_is_a_decode_error():
         decode_source(b"# -*- coding: no-such-codec -*-\nx = 1\n")
 
 
-@pytest.mark.parametrize("text", ["x = " + "-" * 200_000 + "1\n", "x = " + "+".join(["1"] * 200_000) + "\n",
-                                  "x = " + "(" * 300 + "1" + ")" * 300 + "\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = " + "-" * 200_000 + "1\n",
+        "x = " + "+".join(["1"] * 200_000) + "\n",
+        "x = " + "(" * 300 + "1" + ")" * 300 + "\n",
+    ],
+)
 def test_expressions_nested_too_deeply_do_not_parse_and_do_not_raise(text):
     source = SourceText(text, "deep.py")
     assert source.tree is None
     assert source.parse_problem is not None
 
 
-@pytest.mark.parametrize("table, message", [
-    ({"ignore": {"mps": "aten::take"}}, "a list even for one name"),
-    ({"ignore": {"mps": [1]}}, "ignore must be a table of lists"),
-    ({"ignore": "aten::take"}, "ignore must be a table of lists"),
-    ({"exclude": "tests/*"}, "exclude must be a list"),
-    ({"timeout": True}, "timeout must be a positive number"),
-    ({"timeout": "5"}, "timeout must be a positive number"),
-    ({"workers": 1.5}, "workers must be a whole number"),
-    ({"max-file-size": True}, "max-file-size must be a number"),
-    ({"severity": {"mps": ["error"]}}, "severity must map targets"),
-    ({"modules": {"a.B": {"skip": "yes"}}}, "skip must be true or false"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({"ignore": {"mps": "aten::take"}}, "a list even for one name"),
+        ({"ignore": {"mps": [1]}}, "ignore must be a table of lists"),
+        ({"ignore": "aten::take"}, "ignore must be a table of lists"),
+        ({"exclude": "tests/*"}, "exclude must be a list"),
+        ({"timeout": True}, "timeout must be a positive number"),
+        ({"timeout": "5"}, "timeout must be a positive number"),
+        ({"workers": 1.5}, "workers must be a whole number"),
+        ({"max-file-size": True}, "max-file-size must be a number"),
+        ({"severity": {"mps": ["error"]}}, "severity must map targets"),
+        ({"modules": {"a.B": {"skip": "yes"}}}, "skip must be true or false"),
+    ],
+)
 def test_wrongly_typed_values_are_config_errors(table, message):
     with pytest.raises(ConfigError, match=message):
         settings_from_table(table, "pyproject.toml")
 
 
-@pytest.mark.parametrize("text, message", [
-    ('tool = "atenlint"\n', "`tool` must be a table"),
-    ('[tool]\natenlint = 3\n', "`tool.atenlint` must be a table"),
-    ("[tool.atenlint]\ntimeout = 5\n\xff\n", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('tool = "atenlint"\n', "`tool` must be a table"),
+        ("[tool]\natenlint = 3\n", "`tool.atenlint` must be a table"),
+        ("[tool.atenlint]\ntimeout = 5\n\xff\n", "not UTF-8"),
+    ],
+)
 def test_malformed_pyproject_files_are_config_errors(tmp_path, text, message):
     (tmp_path / "pyproject.toml").write_bytes(text.encode("latin-1"))
     with pytest.raises(ConfigError, match=message):

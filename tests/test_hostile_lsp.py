@@ -20,7 +20,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lsp"))
-from harness import diagnostics, open_file, start, uri_of  # noqa: E402
+from harness import diagnostics, open_file, start, uri_of
 
 GOOD = textwrap.dedent("""
     import torch
@@ -57,9 +57,12 @@ def _hostile_workspace() -> tuple[str, str, str]:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
 
-    put(os.path.join(base, "pyproject.toml"), '[tool.atenlint]\nignore = {mps = ["aten::take"]}\n'
-                                              '[tool.atenlint.modules."good.Good"]\n'
-                                              f'init = "__import__(\'os\').mkdir({canaries!r} + \'/init\') or Good()"\n')
+    put(
+        os.path.join(base, "pyproject.toml"),
+        '[tool.atenlint]\nignore = {mps = ["aten::take"]}\n'
+        '[tool.atenlint.modules."good.Good"]\n'
+        f"init = \"__import__('os').mkdir({canaries!r} + '/init') or Good()\"\n",
+    )
     put(os.path.join(root, "good.py"), GOOD)
     put(os.path.join(root, "installs.py"), INSTALLS)
     for name in ("json", "typing", "random"):
@@ -72,7 +75,7 @@ def _hostile_workspace() -> tuple[str, str, str]:
     # An "interpreter" checked into the workspace: a script that writes a canary when run.
     python = os.path.join(root, ".venv", "bin", "python")
     os.makedirs(os.path.dirname(python))
-    put(python, f"#!/bin/sh\ntouch {canaries}/interpreter\nexec {sys.executable} \"$@\"\n")
+    put(python, f'#!/bin/sh\ntouch {canaries}/interpreter\nexec {sys.executable} "$@"\n')
     os.chmod(python, os.stat(python).st_mode | stat.S_IXUSR)
     return base, root, canaries
 
@@ -80,8 +83,14 @@ def _hostile_workspace() -> tuple[str, str, str]:
 BASE, ROOT, CANARIES = _hostile_workspace()
 ATENLINT = os.path.join(os.path.dirname(sys.executable), "atenlint")
 # Start `atenlint serve` with the project root as its working folder.
-SERVER = [sys.executable, "-c", "import os, sys; os.chdir(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])",
-          ROOT, ATENLINT, "serve"]
+SERVER = [
+    sys.executable,
+    "-c",
+    "import os, sys; os.chdir(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])",
+    ROOT,
+    ATENLINT,
+    "serve",
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -118,8 +127,10 @@ async def test_trusted_workspace_check_survives_hostile_files(trusted: LanguageC
     assert refusal.code == "ATL012" and refusal.range.start.line == 5
     assert "tried to run `pip install -U ultralytics`" in refusal.message
     for name in ("zero.py", "fifo_one.py", "fifo_two.py", "linked_out.py"):
-        assert uri_of(os.path.join(ROOT, name)) not in trusted.diagnostics or \
-            not trusted.diagnostics[uri_of(os.path.join(ROOT, name))]
+        assert (
+            uri_of(os.path.join(ROOT, name)) not in trusted.diagnostics
+            or not trusted.diagnostics[uri_of(os.path.join(ROOT, name))]
+        )
     # the session goes on: an edited file is analysed normally afterwards
     uri = open_file(trusted, os.path.join(ROOT, "good.py"))
     assert [d.code for d in await diagnostics(trusted, uri)] == ["MPS001"]

@@ -92,12 +92,17 @@ def test_code_action_on_the_class_or_forward_line():
 
 
 def test_add_inputs_writes_the_comments(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.atenlint.modules."m.Documented"]\ninputs = "torch.randn(2, 3, 256)"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.atenlint.modules."m.Documented"]\ninputs = "torch.randn(2, 3, 256)"\n'
+    )
     (tmp_path / "m.py").write_text(SOURCE)
-    result = subprocess.run([sys.executable, "-c", "import sys; from atenlint.inputs_suggest import "
-                             "add_inputs_to_paths; from atenlint.config import SettingsResolver; "
-                             "print('\\n'.join(add_inputs_to_paths(['m.py'], SettingsResolver())))"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    script = (
+        "from atenlint.inputs_suggest import add_inputs_to_paths; from atenlint.config import SettingsResolver; "
+        "print('\\n'.join(add_inputs_to_paths(['m.py'], SettingsResolver())))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, check=False, capture_output=True, text=True, timeout=60
+    )
     written = (tmp_path / "m.py").read_text()
     assert "# atenlint: inputs=torch.randn(1, 3, 32, 32)\nclass Stem" in written
     assert "class Documented" in written and "inputs=torch.randn(1, 16, 256)" not in written  # configured already

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 
 import pytest
 
 from atenlint.config import SettingsResolver
 from atenlint.fixes.apply import fix_until_clean
-from atenlint.notebook import (Cell, FilePositions, NotebookError, build_module, module_name_for, parse_notebook,
-                               python_cell_lines)
+from atenlint.notebook import (
+    Cell,
+    FilePositions,
+    NotebookError,
+    build_module,
+    module_name_for,
+    parse_notebook,
+    python_cell_lines,
+)
 from atenlint.output import finding_json, report_text
 from atenlint.sourcetext import Position, Range
 
@@ -33,9 +41,12 @@ def notebook(*cells, language="python", indent=1) -> str:
         if kind == "code":
             cell.update(execution_count=None, outputs=[])
         out.append(cell)
-    document = {"cells": out, "metadata": {"kernelspec": {"name": "python3", "language": language,
-                                                          "display_name": "Python 3"}},
-                "nbformat": 4, "nbformat_minor": 5}
+    document = {
+        "cells": out,
+        "metadata": {"kernelspec": {"name": "python3", "language": language, "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
 
 
@@ -49,10 +60,11 @@ def write(tmp_path, name: str, text: str) -> str:
 
 
 def test_magics_and_shell_lines_become_pass_line_for_line():
-    lines = python_cell_lines("import torch\n%matplotlib inline\n!pip install x \\\n   y\nfiles = !ls\n"
-                              "torch.nn.Linear?\ndef f(a):\n    %time g()\n    return a\n")
-    assert lines == ["import torch", "pass", "pass", "", "pass", "pass", "def f(a):", "    pass", "    return a",
-                     ""]
+    lines = python_cell_lines(
+        "import torch\n%matplotlib inline\n!pip install x \\\n   y\nfiles = !ls\n"
+        "torch.nn.Linear?\ndef f(a):\n    %time g()\n    return a\n"
+    )
+    assert lines == ["import torch", "pass", "pass", "", "pass", "pass", "def f(a):", "    pass", "    return a", ""]
 
 
 def test_percent_and_bang_inside_strings_and_calls_are_code():
@@ -69,20 +81,27 @@ def test_cell_magics_blank_foreign_cells_and_keep_python_bodies():
 
 
 def test_module_maps_positions_to_cells_and_back():
-    cells = [Cell(0, "markdown", "# Title"), Cell(1, "code", "import torch\nx = 1"),
-             Cell(2, "raw", "raw text"), Cell(3, "code", "y = torch.take(a, i)\n")]
+    cells = [
+        Cell(0, "markdown", "# Title"),
+        Cell(1, "code", "import torch\nx = 1"),
+        Cell(2, "raw", "raw text"),
+        Cell(3, "code", "y = torch.take(a, i)\n"),
+    ]
     module = build_module(cells)
     assert module.text == "import torch\nx = 1\ny = torch.take(a, i)\n\n"
     assert module.to_cell(Position(2, 4)) == (3, Position(0, 4))
     assert module.to_cell(Position(1, 0)) == (1, Position(1, 0))
     assert module.to_module(3, Position(0, 4)) == Position(2, 4)
-    assert module.range_to_cell(Range(Position(2, 4), Position(2, 20))) == (3, Range(Position(0, 4),
-                                                                                       Position(0, 20)))
+    assert module.range_to_cell(Range(Position(2, 4), Position(2, 20))) == (3, Range(Position(0, 4), Position(0, 20)))
 
 
 def test_a_cell_that_does_not_parse_is_left_out_and_reported():
-    cells = [Cell(0, "code", "import torch"), Cell(1, "code", "def broken(:\n    pass"),
-             Cell(2, "code", "await asyncio.sleep(0)"), Cell(3, "code", "z = 1")]
+    cells = [
+        Cell(0, "code", "import torch"),
+        Cell(1, "code", "def broken(:\n    pass"),
+        Cell(2, "code", "await asyncio.sleep(0)"),
+        Cell(3, "code", "z = 1"),
+    ]
     module = build_module(cells)
     assert module.text.splitlines() == ["import torch", "", "", "", "z = 1"]
     [problem] = module.problems  # top-level await is valid IPython: left out, not reported
@@ -91,11 +110,17 @@ def test_a_cell_that_does_not_parse_is_left_out_and_reported():
 
 
 def test_future_imports_in_later_cells_keep_the_module_valid():
-    cells = [Cell(0, "code", "from __future__ import annotations\nimport torch"),
-             Cell(1, "code", "from __future__ import annotations\nx: Undefined = 1")]
+    cells = [
+        Cell(0, "code", "from __future__ import annotations\nimport torch"),
+        Cell(1, "code", "from __future__ import annotations\nx: Undefined = 1"),
+    ]
     module = build_module(cells)
-    assert module.text.splitlines() == ["from __future__ import annotations", "import torch", "pass",
-                                        "x: Undefined = 1"]
+    assert module.text.splitlines() == [
+        "from __future__ import annotations",
+        "import torch",
+        "pass",
+        "x: Undefined = 1",
+    ]
     compile(module.text, "nb", "exec")
 
 
@@ -107,13 +132,16 @@ def test_cells_of_other_languages_are_not_python():
     assert build_module(parse_notebook(json.dumps(document).encode())).text == "x = 1\n"
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"{not json", "not valid JSON"),
-    (b'{"worksheets": []}', "nbformat 3"),
-    (b'{"metadata": {}}', "no `cells`"),
-    (b'{"cells": [{"cell_type": "code", "source": 3}]}', "`source` must be"),
-    (b"\xff\xfe", "not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"worksheets": []}', "nbformat 3"),
+        (b'{"metadata": {}}', "no `cells`"),
+        (b'{"cells": [{"cell_type": "code", "source": 3}]}', "`source` must be"),
+        (b"\xff\xfe", "not valid UTF-8"),
+    ],
+)
 def test_unreadable_notebooks_say_why(data, message):
     with pytest.raises(NotebookError, match=message):
         parse_notebook(data)
@@ -129,7 +157,7 @@ def test_file_positions_point_into_the_json_text(indent):
     character = len('b = "é') + 2 + len('\\t" + ')  # UTF-16: the emoji counts 2
     where = positions.position(1, Position(1, character), cell_text)
     raw_line = raw.splitlines()[where.line]
-    prefix = raw_line.encode("utf-16-le")[:where.character * 2].decode("utf-16-le")
+    prefix = raw_line.encode("utf-16-le")[: where.character * 2].decode("utf-16-le")
     assert raw_line[len(prefix)] == "c"
 
 
@@ -152,23 +180,36 @@ def resolver(engine):
 
 
 def test_a_finding_is_reported_in_its_cell(engine, resolver, tmp_path):
-    path = write(tmp_path, "nb.ipynb", notebook(
-        ("markdown", "# Scoring"), ("code", ["import torch\n", "import torch.nn as nn\n", "%matplotlib inline"]),
-        ("code", MODEL_CELL)))
+    path = write(
+        tmp_path,
+        "nb.ipynb",
+        notebook(
+            ("markdown", "# Scoring"),
+            ("code", ["import torch\n", "import torch.nn as nn\n", "%matplotlib inline"]),
+            ("code", MODEL_CELL),
+        ),
+    )
     report = engine.check_paths([path], execute=False)
     [finding] = [f for f in report.findings if f.code == "MPS001"]
     item = finding_json(finding)
     assert item["cell"] == 2
     assert item["range"] == {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": 46}}
-    assert f"nb.ipynb:cell 3:7:16: warning [mps] `torch.take`" in report_text(report).replace(path, "nb.ipynb")
+    assert "nb.ipynb:cell 3:7:16: warning [mps] `torch.take`" in report_text(report).replace(path, "nb.ipynb")
 
 
 def test_shell_lines_and_foreign_cells_never_run(engine, resolver, tmp_path):
     marker = tmp_path / "ran"
-    path = write(tmp_path, "nb.ipynb", notebook(
-        ("code", ["import torch\n", "import torch.nn as nn\n", f"!touch {marker}\n", f"x = !touch {marker}"]),
-        ("code", f"%%bash\ntouch {marker}\n"), ("code", MODEL_CELL),
-        ("code", "def broken(:\n"), ("code", "scores = Scorer()(torch.randn(2, 8), torch.tensor([0]))")))
+    path = write(
+        tmp_path,
+        "nb.ipynb",
+        notebook(
+            ("code", ["import torch\n", "import torch.nn as nn\n", f"!touch {marker}\n", f"x = !touch {marker}"]),
+            ("code", f"%%bash\ntouch {marker}\n"),
+            ("code", MODEL_CELL),
+            ("code", "def broken(:\n"),
+            ("code", "scores = Scorer()(torch.randn(2, 8), torch.tensor([0]))"),
+        ),
+    )
     report = engine.check_paths([path], execute=True)
     assert not marker.exists()
     codes = sorted((f.code, f.data["notebook"]["cell"], f.range.start.line) for f in report.findings)
@@ -178,9 +219,14 @@ def test_shell_lines_and_foreign_cells_never_run(engine, resolver, tmp_path):
 
 def test_a_notebook_imports_its_sibling_modules(engine, resolver, tmp_path):
     (tmp_path / "blocks.py").write_text("import torch\n\ndef pick(x, i):\n    return torch.take(x, i)\n")
-    path = write(tmp_path, "nb.ipynb", notebook(
-        ("code", "import torch\nimport torch.nn as nn\nfrom blocks import pick"),
-        ("code", "class M(nn.Module):\n    def forward(self, x, i):\n        return pick(x, i)\n")))
+    path = write(
+        tmp_path,
+        "nb.ipynb",
+        notebook(
+            ("code", "import torch\nimport torch.nn as nn\nfrom blocks import pick"),
+            ("code", "class M(nn.Module):\n    def forward(self, x, i):\n        return pick(x, i)\n"),
+        ),
+    )
     report = engine.check_paths([path], execute=True)
     assert [f.code for f in report.findings if f.code.startswith("ATL")] == []
     assert any(f.code == "MPS001" for f in report.findings)
@@ -197,15 +243,16 @@ def test_folders_yield_notebooks_and_unreadable_ones_get_a_finding(engine, resol
 
 
 def test_fix_edits_the_cell_source_and_nothing_else(engine, resolver, tmp_path):
-    original = notebook(("code", ["import torch\n", "import torch.nn as nn"]), ("markdown", ["Model:\n"]),
-                        ("code", MODEL_CELL))
+    original = notebook(
+        ("code", ["import torch\n", "import torch.nn as nn"]), ("markdown", ["Model:\n"]), ("code", MODEL_CELL)
+    )
     path = write(tmp_path, "nb.ipynb", original)
     report, fixed = fix_until_clean(lambda: engine.check_paths([path], execute=False), False)
     assert [a.fix_id for a in fixed.applied] == ["take-flat-index"]
     assert not [f for f in report.findings if f.code == "MPS001"]
-    before, after = json.loads(original), json.loads(open(path, encoding="utf-8").read())
+    before, after = json.loads(original), json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
     assert after["cells"][2]["source"][6] == "        return self.proj(x).reshape(-1)[index]\n"
     assert after["cells"][2]["source"][:6] == before["cells"][2]["source"][:6]
     assert after["cells"][:2] == before["cells"][:2] and after["metadata"] == before["metadata"]
-    assert open(path, encoding="utf-8").read().startswith('{\n "cells": [\n  {\n')  # Jupyter's layout kept
+    assert pathlib.Path(path).read_text(encoding="utf-8").startswith('{\n "cells": [\n  {\n')  # Jupyter's layout kept
     assert os.path.getsize(path) > 0

@@ -39,9 +39,19 @@ def test_the_hook_is_declared_for_python_files_and_notebooks():
 
 
 def _git(cwd: str, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                   env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-                            GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com"))
+    subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        env=dict(
+            os.environ,
+            GIT_AUTHOR_NAME="t",
+            GIT_AUTHOR_EMAIL="t@example.com",
+            GIT_COMMITTER_NAME="t",
+            GIT_COMMITTER_EMAIL="t@example.com",
+        ),
+    )
 
 
 @pytest.mark.skipif(os.environ.get("ATENLINT_TEST_PRE_COMMIT") != "1", reason="set ATENLINT_TEST_PRE_COMMIT=1")
@@ -52,16 +62,21 @@ def test_pre_commit_runs_the_hook_on_a_sample_repository(tmp_path):
     hook_repo.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml"):
         shutil.copy(os.path.join(REPO, name), hook_repo / name)
-    shutil.copytree(os.path.join(REPO, "server", "atenlint"), hook_repo / "server" / "atenlint",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        os.path.join(REPO, "server", "atenlint"),
+        hook_repo / "server" / "atenlint",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     _git(str(hook_repo), "init", "-q")
     _git(str(hook_repo), "add", "-A")
     _git(str(hook_repo), "commit", "-qm", "hook")
 
     sample = tmp_path / "sample"
     sample.mkdir()
-    (sample / "model.py").write_text("import torch\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n"
-                                     "    def forward(self, x, i):\n        return torch.take(x, i)\n")
+    (sample / "model.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x, i):\n        return torch.take(x, i)\n"
+    )
     (sample / "clean.py").write_text("x = 1\n")
     _git(str(sample), "init", "-q")
     _git(str(sample), "add", "-A")
@@ -69,24 +84,40 @@ def test_pre_commit_runs_the_hook_on_a_sample_repository(tmp_path):
 
     home = tmp_path / "pre-commit-home"
     env = dict(os.environ, PRE_COMMIT_HOME=str(home))
-    revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True, text=True,
-                              check=True).stdout.strip()
+    revision = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
     # `try-repo` is `run` with this configuration made up on the fly (in a throw-away store);
     # written down, the hook's environment stays in PRE_COMMIT_HOME between the two steps.
     (sample / ".pre-commit-config.yaml").write_text(
-        f"repos:\n-   repo: {hook_repo}\n    rev: {revision}\n    hooks:\n    -   id: atenlint\n")
+        f"repos:\n-   repo: {hook_repo}\n    rev: {revision}\n    hooks:\n    -   id: atenlint\n"
+    )
     # The hook's virtualenv would download torch; give it this environment's instead: pip
     # sees it through PYTHONPATH while installing, then a .pth file makes it importable
     # there (the analysis worker runs with -I, so it never reads PYTHONPATH).
     host = site.getsitepackages()[0]
-    install = subprocess.run([sys.executable, "-m", "pre_commit", "install-hooks"], cwd=sample,
-                             env=dict(env, PYTHONPATH=host), capture_output=True, text=True, timeout=900)
+    install = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install-hooks"],
+        cwd=sample,
+        check=False,
+        env=dict(env, PYTHONPATH=host),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     for site_dir in _site_packages(str(home)):
         with open(os.path.join(site_dir, "host-torch.pth"), "w", encoding="utf-8") as handle:
             handle.write(host + "\n")
-    result = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"], cwd=sample,
-                            env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"],
+        cwd=sample,
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 1, output  # a finding fails the hook
     assert "model.py:7:16: warning [mps] `torch.take`" in output and "(MPS001)" in output

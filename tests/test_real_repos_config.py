@@ -39,27 +39,31 @@ MODEL = """
 
         def forward(self, input_ids=None, pixel_values=None):
             if pixel_values is not None:
-                return torch.linalg.svdvals(self.backbone(pixel_values))
+                return torch.mode(self.backbone(pixel_values)).values
             return self.embed(input_ids)
 """
 
 
 def test_function_factory_with_keyword_inputs(engine, tmp_path):
-    write(tmp_path, {
-        "pyproject.toml": """
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": """
             [tool.atenlint.modules."detector.Detector"]
             init = "tools/make.py:detector"
             kwargs = "dict(pixel_values=torch.randn(1, 8))"
             options = {hidden = 8, vocab = 32}
         """,
-        "detector.py": MODEL,
-        "tools/make.py": """
+            "detector.py": MODEL,
+            "tools/make.py": """
             from torch import nn
 
             def detector(cls, config, module):
                 # `config` is the options table; `module` the user's module (its Config class)
                 return cls(module.Config(**config), nn.Linear(8, 8))
-        """})
+        """,
+        },
+    )
     report = check(engine, tmp_path)
     assert report.by_capture["trace"] == 1
     (finding,) = [f for f in report.findings if f.target]
@@ -67,10 +71,12 @@ def test_function_factory_with_keyword_inputs(engine, tmp_path):
 
 
 def test_factories_file_supplies_init_and_inputs(engine, tmp_path):
-    write(tmp_path, {
-        "pyproject.toml": '[tool.atenlint]\nfactories = "atenlint_factories.py"\n',
-        "detector.py": MODEL,
-        "atenlint_factories.py": """
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.atenlint]\nfactories = "atenlint_factories.py"\n',
+            "detector.py": MODEL,
+            "atenlint_factories.py": """
             import torch
             from torch import nn
 
@@ -82,15 +88,22 @@ def test_factories_file_supplies_init_and_inputs(engine, tmp_path):
 
             def init(cls):
                 return None  # any other class: keep the default
-        """})
+        """,
+        },
+    )
     report = check(engine, tmp_path)
     assert report.by_capture["trace"] == 1
     assert [f.capture for f in report.findings if f.target] == ["trace"]
 
 
 def test_a_broken_factory_reference_says_so(engine, tmp_path):
-    write(tmp_path, {"pyproject.toml": '[tool.atenlint.modules."detector.Detector"]\ninit = "tools.missing:make"\n',
-                     "detector.py": MODEL})
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.atenlint.modules."detector.Detector"]\ninit = "tools.missing:make"\n',
+            "detector.py": MODEL,
+        },
+    )
     report = check(engine, tmp_path)
     (note,) = [f for f in report.findings if f.code == "ATL003"]
     assert "tools.missing:make" in note.message and "could not be loaded" in note.message
@@ -99,9 +112,20 @@ def test_a_broken_factory_reference_says_so(engine, tmp_path):
 
 def test_settings_accept_references_kwargs_and_a_factories_file(tmp_path):
     where = str(tmp_path / "pyproject.toml")
-    settings = settings_from_table({"factories": "tools/f.py", "modules": {"m.C": {
-        "init": "pkg.make:build", "inputs": "pkg.make:inputs", "kwargs": "{'mask': None}",
-        "options": {"depth": 2}}}}, where)
+    settings = settings_from_table(
+        {
+            "factories": "tools/f.py",
+            "modules": {
+                "m.C": {
+                    "init": "pkg.make:build",
+                    "inputs": "pkg.make:inputs",
+                    "kwargs": "{'mask': None}",
+                    "options": {"depth": 2},
+                }
+            },
+        },
+        where,
+    )
     assert settings.factories == str(tmp_path / "tools" / "f.py")
     config = settings.modules["m.C"]
     assert (config.kwargs, config.options) == ("{'mask': None}", {"depth": 2})
@@ -113,12 +137,19 @@ def test_settings_accept_references_kwargs_and_a_factories_file(tmp_path):
         settings_from_table({"modules": {"m.C": {"kwargs": "dict(("}}}, where)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("pkg.module:function", ("pkg.module", "function")),
-    ("tools/factories.py:make_detr", ("tools/factories.py", "make_detr")),
-    ("pkg.mod:Holder.build", ("pkg.mod", "Holder.build")),
-    ("torch.randn(1, 3)", None), ("{'a': 1}", None), ("x[1:2]", None), ("lambda: 1", None), (".rel:fn", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("pkg.module:function", ("pkg.module", "function")),
+        ("tools/factories.py:make_detr", ("tools/factories.py", "make_detr")),
+        ("pkg.mod:Holder.build", ("pkg.mod", "Holder.build")),
+        ("torch.randn(1, 3)", None),
+        ("{'a': 1}", None),
+        ("x[1:2]", None),
+        ("lambda: 1", None),
+        (".rel:fn", None),
+    ],
+)
 def test_function_references_are_told_from_expressions(text, expected):
     reference = parse_reference(text)
     assert (None if reference is None else (reference.module, reference.attribute)) == expected

@@ -3,13 +3,44 @@ same positions as the JSON format, and fingerprints that survive unrelated edits
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 
 import pytest
 
+from atenlint.findings import DOCS_URL, Finding, rule_url
+from atenlint.formats.rules import RULES, help_uri, rule_for
+from atenlint.lsp import convert
+from atenlint.sourcetext import Position, Range
 from ci_support import make_workspace, run_check
 from support import TESTS
+
+REPO = os.path.dirname(TESTS)
+RULES_DOC = os.path.join(REPO, "docs", "rules.md")
+
+
+def test_every_rule_link_points_at_an_anchor_that_exists():
+    """SARIF help URIs, the editor's code links and `findings.DOCS_URL` all lead to the code's
+    own section of docs/rules.md (not README anchors, 13 of which did not exist)."""
+    assert DOCS_URL.endswith("/docs/rules.md#")
+    with open(RULES_DOC, encoding="utf-8") as handle:
+        anchors = set(re.findall(r'<a id="([a-z]+\d{3})"></a>', handle.read()))
+    emitted = set()
+    for path in glob.glob(os.path.join(REPO, "server", "atenlint", "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as handle:
+            emitted |= set(re.findall(r'"([A-Z]{2,8}\d{3})"', handle.read()))
+    codes = emitted | set(RULES)
+    assert len(codes) >= 30
+    for code in sorted(codes):
+        for link in (help_uri(code), rule_url(code)):
+            assert link.startswith(DOCS_URL) and link.partition("#")[2] in anchors, (code, link)
+        finding = Finding("m.py", Range(Position(0, 0), Position(0, 1)), "warning", code, "m")
+        assert convert.diagnostic(finding, None, convert.Encoding()).code_description.href == rule_url(code)
+    # A code the registry does not describe (a newer target) still gets a rule and a link.
+    assert rule_for("NEW001").code == "NEW001"
+
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -51,23 +82,30 @@ def test_sarif_is_valid_and_agrees_with_the_json_format(pool, monkeypatch, capsy
         assert result["level"] == {"error": "error", "warning": "warning"}.get(diagnostic["severity"], "note")
         rule = rules[result["ruleId"]]
         assert driver["rules"][result["ruleIndex"]] is rule
-        assert rule["helpUri"].endswith(f"#rule-{rule['id'].lower()}") and rule["shortDescription"]["text"]
+        assert rule["helpUri"] == rule_url(rule["id"]) and rule["shortDescription"]["text"]
         assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
         location = result["locations"][0]["physicalLocation"]
-        assert location["artifactLocation"] == {"uri": diagnostic["path"].replace(os.sep, "/"),
-                                                "uriBaseId": "%SRCROOT%"}
+        assert location["artifactLocation"] == {
+            "uri": diagnostic["path"].replace(os.sep, "/"),
+            "uriBaseId": "%SRCROOT%",
+        }
         region = location["region"]
         if "cell" in diagnostic:
             # A notebook result sits on the .ipynb's own line; the cell position is a property.
             assert result["properties"]["cell"] == diagnostic["cell"]
             assert result["properties"]["cellRange"] == diagnostic["range"]
-            raw = open(os.path.join(root, diagnostic["path"]), encoding="utf-8").read().splitlines()
+            with open(os.path.join(root, diagnostic["path"]), encoding="utf-8") as handle:
+                raw = handle.read().splitlines()
             line = raw[region["startLine"] - 1]
-            assert line[region["startColumn"] - 1:region["endColumn"] - 1] == "self.pool(x)"
+            assert line[region["startColumn"] - 1 : region["endColumn"] - 1] == "self.pool(x)"
         else:
             start, end = diagnostic["range"]["start"], diagnostic["range"]["end"]
-            assert region == {"startLine": start["line"] + 1, "startColumn": start["character"] + 1,
-                              "endLine": end["line"] + 1, "endColumn": end["character"] + 1}
+            assert region == {
+                "startLine": start["line"] + 1,
+                "startColumn": start["character"] + 1,
+                "endLine": end["line"] + 1,
+                "endColumn": end["character"] + 1,
+            }
         for related in result.get("relatedLocations", []):  # the library line, outside the repository
             assert related["physicalLocation"]["artifactLocation"]["uri"].startswith("file://")
             assert related["physicalLocation"]["region"]["startLine"] >= 1
@@ -76,7 +114,8 @@ def test_sarif_is_valid_and_agrees_with_the_json_format(pool, monkeypatch, capsy
     # `self.pool(x)` reaches the op inside torch/nn/functional.py: that line is related.
     pooled = next(r for r in results if "cell" in r["properties"])
     assert pooled["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
-        "torch/nn/functional.py")
+        "torch/nn/functional.py"
+    )
 
 
 def test_fingerprints_survive_an_unrelated_edit_above(pool, monkeypatch, capsys, tmp_path):
@@ -87,29 +126,35 @@ def test_fingerprints_survive_an_unrelated_edit_above(pool, monkeypatch, capsys,
 
     before = sarif()
     model = os.path.join(root, "src", "model.py")
-    text = open(model, encoding="utf-8").read()
+    with open(model, encoding="utf-8") as handle:
+        text = handle.read()
     with open(model, "w", encoding="utf-8") as handle:
         handle.write('"""Scoring."""\n\nimport math\n' + text)
     after = sarif()
 
     def prints(document):
-        return sorted((r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-                       r["partialFingerprints"]["atenlintCallHash/v1"],
-                       r["locations"][0]["physicalLocation"]["region"]["startLine"])
-                      for r in document["runs"][0]["results"])
+        return sorted(
+            (
+                r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["partialFingerprints"]["atenlintCallHash/v1"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            )
+            for r in document["runs"][0]["results"]
+        )
 
     old, new = prints(before), prints(after)
     assert [(u, f) for u, f, _ in old] == [(u, f) for u, f, _ in new]
-    assert [line + 3 for u, _, line in old if u == "src/model.py"] == [line for u, _, line in new
-                                                                        if u == "src/model.py"]
+    assert [line + 3 for u, _, line in old if u == "src/model.py"] == [
+        line for u, _, line in new if u == "src/model.py"
+    ]
 
 
-def test_paths_are_relative_to_the_repository_root_and_percent_encoded(pool, monkeypatch, capsys, tmp_path,
-                                                                       validator):
+def test_paths_are_relative_to_the_repository_root_and_percent_encoded(pool, monkeypatch, capsys, tmp_path, validator):
     root = make_workspace(tmp_path)
     os.rename(os.path.join(root, "src"), os.path.join(root, "my src"))
-    status, out, _ = run_check(pool, monkeypatch, capsys, os.path.join(root, "my src"), "model.py",
-                               "--no-exec", "--format", "sarif")
+    _status, out, _ = run_check(
+        pool, monkeypatch, capsys, os.path.join(root, "my src"), "model.py", "--no-exec", "--format", "sarif"
+    )
     sarif = json.loads(out)
     assert not list(validator.iter_errors(sarif))
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]}
@@ -119,8 +164,7 @@ def test_paths_are_relative_to_the_repository_root_and_percent_encoded(pool, mon
 def test_a_clean_run_is_valid_sarif_with_no_results(pool, monkeypatch, capsys, tmp_path, validator):
     (tmp_path / ".git").mkdir()
     (tmp_path / "clean.py").write_text("x = 1\n")
-    status, out, _ = run_check(pool, monkeypatch, capsys, str(tmp_path), "clean.py", "--format", "sarif",
-                               "--no-exec")
+    status, out, _ = run_check(pool, monkeypatch, capsys, str(tmp_path), "clean.py", "--format", "sarif", "--no-exec")
     sarif = json.loads(out)
     assert status == 0 and sarif["runs"][0]["results"] == [] and sarif["runs"][0]["tool"]["driver"]["rules"] == []
     assert not list(validator.iter_errors(sarif))

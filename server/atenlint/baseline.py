@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import TypedDict
 
 from . import __version__
 from .findings import Finding
@@ -32,13 +33,25 @@ class BaselineKey:
     path: str  # absolute
     code: str
     target: str
-    ops: tuple
+    ops: tuple[str, ...]
     fingerprint: str
+
+
+class BaselineEntry(TypedDict):
+    """One accepted finding as the baseline file records it (`path` relative to the file)."""
+
+    path: str
+    code: str
+    target: str | None
+    ops: list[str]
+    fingerprint: str
+    text: str  # the call as written, for a reader of the file (not compared)
+    count: int
 
 
 @dataclass
 class Baseline:
-    counts: dict = field(default_factory=dict)  # BaselineKey -> how many such findings were accepted
+    counts: dict[BaselineKey, int] = field(default_factory=dict)  # how many such findings were accepted
 
     def __len__(self) -> int:
         return sum(self.counts.values())
@@ -49,11 +62,11 @@ class SourceLookup:
     files are read once each."""
 
     def __init__(self) -> None:
-        self._sources: dict[str, Optional[SourceText]] = {}
+        self._sources: dict[str, SourceText | None] = {}
 
     def text_of(self, finding: Finding) -> str:
         given = finding.data.get("source_text")
-        if given is not None:
+        if isinstance(given, str):
             return given
         path = os.path.abspath(finding.abs_path or finding.path)
         if path not in self._sources:
@@ -89,30 +102,45 @@ def text_fingerprint(text: str) -> str:
 
 
 def key_of(finding: Finding, lookup: SourceLookup) -> BaselineKey:
-    return BaselineKey(os.path.abspath(finding.abs_path or finding.path), finding.code, finding.target or "",
-                       tuple(sorted(finding.ops)), text_fingerprint(lookup.text_of(finding)))
+    return BaselineKey(
+        os.path.abspath(finding.abs_path or finding.path),
+        finding.code,
+        finding.target or "",
+        tuple(sorted(finding.ops)),
+        text_fingerprint(lookup.text_of(finding)),
+    )
 
 
-def write_baseline(path: str, findings: Iterable[Finding], torch_version: str,
-                   lookup: Optional[SourceLookup] = None) -> int:
+def write_baseline(
+    path: str, findings: Iterable[Finding], torch_version: str, lookup: SourceLookup | None = None
+) -> int:
     """Record `findings` in `path`; returns how many were recorded."""
     lookup = lookup or SourceLookup()
     base = os.path.dirname(os.path.abspath(path))
-    entries: dict[BaselineKey, dict] = {}
+    entries: dict[BaselineKey, BaselineEntry] = {}
     for finding in findings:
         if finding.code in NEVER_ACCEPTED:
             continue
         key = key_of(finding, lookup)
         entry = entries.get(key)
         if entry is None:
-            entries[key] = {"path": _relative(key.path, base), "code": key.code, "target": key.target or None,
-                            "ops": list(key.ops), "fingerprint": key.fingerprint,
-                            "text": " ".join(lookup.text_of(finding).split())[:200], "count": 1}
+            entries[key] = {
+                "path": _relative(key.path, base),
+                "code": key.code,
+                "target": key.target or None,
+                "ops": list(key.ops),
+                "fingerprint": key.fingerprint,
+                "text": " ".join(lookup.text_of(finding).split())[:200],
+                "count": 1,
+            }
         else:
             entry["count"] += 1
-    document = {"atenlint-baseline": FORMAT_VERSION, "atenlint": __version__, "torch": torch_version,
-                "findings": sorted(entries.values(), key=lambda e: (e["path"], e["code"], e["target"] or "",
-                                                                   e["fingerprint"]))}
+    document = {
+        "atenlint-baseline": FORMAT_VERSION,
+        "atenlint": __version__,
+        "torch": torch_version,
+        "findings": sorted(entries.values(), key=lambda e: (e["path"], e["code"], e["target"] or "", e["fingerprint"])),
+    }
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
@@ -129,16 +157,23 @@ def read_baseline(path: str) -> Baseline:
         raise BaselineError(f"cannot read the baseline {path}: {error.strerror}") from None
     except ValueError as error:
         raise BaselineError(f"the baseline {path} is not valid JSON: {error}") from None
-    if not isinstance(document, dict) or document.get("atenlint-baseline") != FORMAT_VERSION \
-            or not isinstance(document.get("findings"), list):
+    if (
+        not isinstance(document, dict)
+        or document.get("atenlint-baseline") != FORMAT_VERSION
+        or not isinstance(document.get("findings"), list)
+    ):
         raise BaselineError(f"{path} is not an atenlint baseline (write one with --write-baseline)")
     base = os.path.dirname(os.path.abspath(path))
     baseline = Baseline()
     for index, entry in enumerate(document["findings"]):
         try:
-            key = BaselineKey(os.path.normpath(os.path.join(base, entry["path"])), str(entry["code"]),
-                              entry.get("target") or "", tuple(sorted(entry.get("ops") or ())),
-                              str(entry["fingerprint"]))
+            key = BaselineKey(
+                os.path.normpath(os.path.join(base, entry["path"])),
+                str(entry["code"]),
+                entry.get("target") or "",
+                tuple(sorted(entry.get("ops") or ())),
+                str(entry["fingerprint"]),
+            )
             count = int(entry.get("count", 1))
         except (KeyError, TypeError, ValueError, AttributeError):
             raise BaselineError(f"{path}: entry {index} is malformed (needs path, code, fingerprint)") from None
@@ -146,13 +181,15 @@ def read_baseline(path: str) -> Baseline:
     return baseline
 
 
-def new_findings(findings: list[Finding], baseline: Baseline,
-                 lookup: Optional[SourceLookup] = None) -> tuple[list[Finding], int]:
+def new_findings(
+    findings: list[Finding], baseline: Baseline, lookup: SourceLookup | None = None
+) -> tuple[list[Finding], int]:
     """The findings not accepted by the baseline, and how many were. Of several identical
     findings in a file, the first ones (in report order) are the accepted ones."""
     lookup = lookup or SourceLookup()
     remaining = dict(baseline.counts)
-    kept, accepted = [], 0
+    kept: list[Finding] = []
+    accepted = 0
     for finding in findings:
         key = key_of(finding, lookup)
         if finding.code not in NEVER_ACCEPTED and remaining.get(key, 0) > 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 
 def cache_dir() -> str:
@@ -23,7 +23,7 @@ def cache_dir() -> str:
     return path
 
 
-def read_json(path: str) -> Optional[Any]:
+def read_json(path: str) -> Any:
     """A cached JSON value, or None when it is missing or unreadable."""
     try:
         with open(path, encoding="utf-8") as handle:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from typing import Optional
+from collections.abc import Callable
 
 from . import __version__
 from .commands import COMMANDS
-from .commands.common import (EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError,
-                              internal_failure_message)
+from .commands.common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, internal_failure_message
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="atenlint", description="Find the PyTorch operators your nn.Module code uses "
-                                                 "that will not run on the backend you target.")
+    parser = Parser(
+        prog="atenlint",
+        description="Find the PyTorch operators your nn.Module code uses that will not run on the backend you target.",
+    )
     parser.add_argument("--version", action="version", version=f"atenlint {__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
@@ -22,14 +24,15 @@ def build_parser() -> Parser:
     return parser
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    run: Callable[[argparse.Namespace], int] = args.run
     try:
-        return args.run(args)
+        return run(args)
     except UsageError as error:
         parser.error(str(error))
     except BrokenPipeError:
@@ -47,4 +50,3 @@ def main(argv: Optional[list] = None) -> int:
             traceback.print_exc()
         print(internal_failure_message(error), file=sys.stderr)
         return EXIT_INTERNAL
-    return EXIT_USAGE

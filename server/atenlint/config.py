@@ -6,19 +6,21 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from . import settings_schema as schema
 from .factories import parse_reference
-from .targets.names import ONNX_EXPORTERS, known as _known_target, listing as _target_listing
+from .targets.names import listing as _target_listing
 
 KNOWN_TARGETS = _target_listing()
-SEVERITY_NAMES = ("error", "warning", "information", "hint", "off")
+SEVERITY_NAMES = schema.SEVERITIES
 
 
 class ConfigError(Exception):
@@ -27,43 +29,55 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class ModuleConfig:
-    init: Optional[str] = None  # expression returning an instance
-    inputs: Optional[str] = None  # expression returning forward()'s argument(s)
+    init: str | None = None  # expression returning an instance
+    inputs: str | None = None  # expression returning forward()'s argument(s)
     skip: bool = False
     source: str = ""  # where it came from, for messages
-    kwargs: Optional[str] = None  # expression (or pkg.mod:function) returning forward()'s keyword arguments
-    options: dict = field(default_factory=dict, hash=False)  # passed to factory functions as `config`
+    kwargs: str | None = None  # expression (or pkg.mod:function) returning forward()'s keyword arguments
+    options: dict[str, Any] = field(default_factory=dict, hash=False)  # passed to factory functions as `config`
 
 
 @dataclass(frozen=True)
 class Settings:
-    targets: tuple[str, ...] = ("mps",)
-    timeout: float = 60.0
-    mps_fallback: bool = True
-    onnx_exporter: Optional[str] = None  # "dynamo" | "torchscript"; None: torch.onnx.export's default
-    coreml_frontend: str = "torchscript"  # "torchscript" (a jit.trace graph) | "export" (an ExportedProgram)
-    workers: int = 0  # 0: automatic
-    max_file_bytes: int = 5 * 1024 * 1024
-    exclude: tuple[str, ...] = ()
-    modules: dict = field(default_factory=dict, hash=False)  # "pkg.mod.Class" -> ModuleConfig
-    ignore: dict = field(default_factory=dict, hash=False)  # target or "*" -> frozenset of ops/codes
-    severity: dict = field(default_factory=dict, hash=False)  # target -> severity name or "off"
-    config_path: Optional[str] = None
-    project_root: Optional[str] = None
-    factories: Optional[str] = None  # a Python file of init_<Class> / inputs_<Class> / kwargs_<Class> functions
+    """One project's settings. Field defaults come from the schema (settings_schema.SETTINGS)."""
 
-    def with_overrides(self, **overrides: Any) -> "Settings":
+    targets: tuple[str, ...] = schema.initial("targets")
+    timeout: float = schema.initial("timeout")
+    mps_fallback: bool = schema.initial("mps_fallback")
+    onnx_exporter: str | None = schema.initial("onnx_exporter")  # None: torch.onnx.export's default
+    coreml_frontend: str = schema.initial("coreml_frontend")
+    workers: int = schema.initial("workers")
+    max_file_bytes: int = schema.initial("max_file_bytes")
+    exclude: tuple[str, ...] = schema.initial("exclude")
+    modules: dict[str, ModuleConfig] = field(default_factory=dict, hash=False)  # "pkg.mod.Class" -> config
+    ignore: dict[str, frozenset[str]] = field(default_factory=dict, hash=False)  # target or "*" -> ops/codes
+    severity: dict[str, str] = field(default_factory=dict, hash=False)  # target -> severity name or "off"
+    config_path: str | None = None
+    project_root: str | None = None
+    factories: str | None = schema.initial("factories")  # a file of init_/inputs_/kwargs_<Class> functions
+
+    def with_overrides(self, **overrides: Any) -> Settings:
         present = {k: v for k, v in overrides.items() if v is not None}
         return dataclasses.replace(self, **present) if present else self
 
     def fingerprint(self) -> str:
         """Everything that changes results, as text (part of cache keys)."""
-        return repr((self.targets, self.mps_fallback, self.onnx_exporter, self.coreml_frontend, sorted((k, repr(v)) for k, v in self.modules.items()),
-                     sorted((k, sorted(v)) for k, v in self.ignore.items()), sorted(self.severity.items()),
-                     self.factories, _mtime(self.factories)))
+        return repr(
+            (
+                self.targets,
+                self.mps_fallback,
+                self.onnx_exporter,
+                self.coreml_frontend,
+                sorted((k, repr(v)) for k, v in self.modules.items()),
+                sorted((k, sorted(v)) for k, v in self.ignore.items()),
+                sorted(self.severity.items()),
+                self.factories,
+                _mtime(self.factories),
+            )
+        )
 
 
-def _mtime(path: Optional[str]) -> Optional[int]:
+def _mtime(path: str | None) -> int | None:
     """A factories file's edits change what gets built: part of the cache key."""
     try:
         return os.stat(path).st_mtime_ns if path else None
@@ -77,104 +91,56 @@ def _require(condition: bool, where: str, message: str) -> None:
 
 
 def parse_targets(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    _require(isinstance(value, list) and value and all(isinstance(v, str) for v in value), where,
-             "targets must be a non-empty list of target names")
-    unknown = [v for v in value if not _known_target(v)]
-    _require(not unknown, where, f"unknown target {', '.join(map(repr, unknown))}; "
-                                 f"known targets: {', '.join(KNOWN_TARGETS)}")
-    return tuple(dict.fromkeys(value))
+    """Target names from a list or a comma-separated string (the CLI's --target, the editor)."""
+    try:
+        return schema.target_list(value, where)
+    except schema.SettingError as problem:
+        raise ConfigError(str(problem)) from None
 
 
-def settings_from_table(table: dict, where: str, base: Settings = Settings()) -> Settings:
-    """Settings from a `[tool.atenlint]` table (keys in kebab-case, as TOML users write them)."""
-    known = {"targets", "timeout", "mps-fallback", "onnx-exporter", "coreml-frontend", "workers", "max-file-size", "exclude", "modules",
-             "ignore", "severity", "factories"}
-    unknown = sorted(set(table) - known)
-    _require(not unknown, where, f"unknown key {', '.join(map(repr, unknown))}; known keys: {', '.join(sorted(known))}")
-    values: dict[str, Any] = {}
-    if "targets" in table:
-        values["targets"] = parse_targets(table["targets"], f"{where} targets")
-    if "timeout" in table:
-        _require(_is_number(table["timeout"]) and table["timeout"] > 0, where,
-                 "timeout must be a positive number of seconds")
-        values["timeout"] = float(table["timeout"])
-    if "mps-fallback" in table:
-        _require(isinstance(table["mps-fallback"], bool), where, "mps-fallback must be true or false")
-        values["mps_fallback"] = table["mps-fallback"]
-    if "onnx-exporter" in table:
-        _require(table["onnx-exporter"] in ONNX_EXPORTERS, where,
-                 f"onnx-exporter must be one of {', '.join(map(repr, ONNX_EXPORTERS))}")
-        values["onnx_exporter"] = table["onnx-exporter"]
-    if "coreml-frontend" in table:
-        from .targets.names import COREML_FRONTENDS
-
-        _require(table["coreml-frontend"] in COREML_FRONTENDS, where,
-                 f"coreml-frontend must be one of {', '.join(map(repr, COREML_FRONTENDS))}")
-        values["coreml_frontend"] = table["coreml-frontend"]
-    if "workers" in table:
-        _require(_is_number(table["workers"], whole=True) and table["workers"] >= 0, where,
-                 "workers must be a whole number")
-        values["workers"] = table["workers"]
-    if "max-file-size" in table:
-        _require(_is_number(table["max-file-size"], whole=True) and table["max-file-size"] > 0, where,
-                 "max-file-size must be a number of bytes")
-        values["max_file_bytes"] = table["max-file-size"]
-    if "exclude" in table:
-        _require(_is_string_list(table["exclude"]), where, 'exclude must be a list of glob patterns, like ["tests/*"]')
-        values["exclude"] = tuple(table["exclude"])
-    if "modules" in table:
-        values["modules"] = _parse_modules(table["modules"], where)
-    if "factories" in table:
-        _require(isinstance(table["factories"], str) and table["factories"].endswith(".py"), where,
-                 'factories must be the path of a Python file, like "atenlint_factories.py"')
-        values["factories"] = _relative_to(table["factories"], where)
-    if "ignore" in table:
-        ignore = table["ignore"]
-        _require(isinstance(ignore, dict) and all(_is_string_list(v) for v in ignore.values()), where,
-                 'ignore must be a table of lists, like {mps = ["aten::take"]} (a list even for one name)')
-        values["ignore"] = {str(k): frozenset(v) for k, v in ignore.items()}
-    if "severity" in table:
-        severity = table["severity"]
-        _require(isinstance(severity, dict) and all(isinstance(v, str) and v in SEVERITY_NAMES
-                                                    for v in severity.values()), where,
-                 f"severity must map targets to one of {', '.join(SEVERITY_NAMES)}")
-        values["severity"] = dict(severity)
+def settings_from_table(table: dict[str, Any], where: str, base: Settings = Settings()) -> Settings:
+    """Settings from a `[tool.atenlint]` table (keys in kebab-case, as TOML users write them),
+    checked against the one schema (settings_schema.SETTINGS)."""
+    values = schema.parse_table(table, where, ConfigError)
+    if "modules" in values:
+        values["modules"] = _parse_modules(values["modules"], where)
+    if "factories" in values:
+        values["factories"] = _relative_to(values["factories"], where)
     return dataclasses.replace(base, **values)
 
 
-def _is_number(value: Any, whole: bool = False) -> bool:
-    """TOML numbers only: `true` is not 1 second, "5" is not 5."""
-    return not isinstance(value, bool) and isinstance(value, int if whole else (int, float))
-
-
-def _is_string_list(value: Any) -> bool:
-    """A list of strings (a lone string is not: it would become a set of its characters)."""
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _parse_modules(modules: Any, where: str) -> dict:
-    _require(isinstance(modules, dict), where, 'modules must be a table of "pkg.mod.Class" = {init = "..."}')
-    out = {}
+def _parse_modules(modules: dict[str, Any], where: str) -> dict[str, ModuleConfig]:
+    out: dict[str, ModuleConfig] = {}
     for name, entry in modules.items():
         place = f'{where} modules."{name}"'
         _require(isinstance(entry, dict), place, 'expected a table like {init = "Class(dim=64)"}')
-        extra = set(entry) - {"init", "inputs", "kwargs", "options", "skip"}
-        _require(not extra, place, f"unknown key {', '.join(sorted(extra))}; known keys: init, inputs, kwargs, "
-                                   f"options, skip")
+        extra = set(entry) - set(schema.MODULE_KEYS)
+        _require(
+            not extra, place, f"unknown key {', '.join(sorted(extra))}; known keys: {', '.join(schema.MODULE_KEYS)}"
+        )
         for key in ("init", "inputs", "kwargs"):
             if key in entry:
-                _require(isinstance(entry[key], str), place,
-                         f'{key} must be a Python expression or a "pkg.module:function" in a string')
+                _require(
+                    isinstance(entry[key], str),
+                    place,
+                    f'{key} must be a Python expression or a "pkg.module:function" in a string',
+                )
                 if parse_reference(entry[key]) is None:
                     _check_expression(entry[key], f"{place} {key}")
         _require(isinstance(entry.get("skip", False), bool), place, "skip must be true or false")
-        _require(isinstance(entry.get("options", {}), dict), place,
-                 "options must be a table (it is passed to factory functions as `config`)")
-        out[name] = ModuleConfig(init=entry.get("init"), inputs=entry.get("inputs"),
-                                 skip=bool(entry.get("skip", False)), source=place, kwargs=entry.get("kwargs"),
-                                 options=dict(entry.get("options", {})))
+        _require(
+            isinstance(entry.get("options", {}), dict),
+            place,
+            "options must be a table (it is passed to factory functions as `config`)",
+        )
+        out[name] = ModuleConfig(
+            init=entry.get("init"),
+            inputs=entry.get("inputs"),
+            skip=bool(entry.get("skip", False)),
+            source=place,
+            kwargs=entry.get("kwargs"),
+            options=dict(entry.get("options", {})),
+        )
     return out
 
 
@@ -198,7 +164,7 @@ def _check_expression(text: str, where: str) -> None:
 _MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 
-def _read_toml(path: str) -> dict:
+def _read_toml(path: str) -> dict[str, Any]:
     """A TOML file, read only if it is a regular file of sensible size; any problem is a ConfigError."""
     from .discover import NotRegularFile, read_regular_file
 
@@ -216,25 +182,27 @@ def _read_toml(path: str) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
 
 
-def read_pyproject(path: str) -> Optional[dict]:
+def read_pyproject(path: str) -> dict[str, Any] | None:
     """The `[tool.atenlint]` table of a pyproject.toml, or None when it has none."""
     data = _read_toml(path)
     tool = data.get("tool", {})
     _require(isinstance(tool, dict), path, "`tool` must be a table")
     table = tool.get("atenlint")
-    _require(table is None or isinstance(table, dict), path, "`tool.atenlint` must be a table ([tool.atenlint])")
-    return table
+    if table is None:
+        return None
+    _require(isinstance(table, dict), path, "`tool.atenlint` must be a table ([tool.atenlint])")
+    return dict(table)
 
 
-def read_config_file(path: str) -> dict:
+def read_config_file(path: str) -> dict[str, Any]:
     """--config FILE: a pyproject.toml with [tool.atenlint], or a bare atenlint TOML file."""
     table = read_pyproject(path)
     if table is not None:
         return table
     data = _read_toml(path)
-    table = data.get("atenlint", data if "tool" not in data else {})
-    _require(isinstance(table, dict), path, "`atenlint` must be a table ([atenlint])")
-    return table
+    bare = data.get("atenlint", data if "tool" not in data else {})
+    _require(isinstance(bare, dict), path, "`atenlint` must be a table ([atenlint])")
+    return dict(bare)
 
 
 class SettingsResolver:
@@ -247,8 +215,12 @@ class SettingsResolver:
     the editor's folders): a pyproject.toml in a parent folder outside the project is
     never read, so it cannot supply `init` expressions the worker would evaluate."""
 
-    def __init__(self, config_file: Optional[str] = None, overrides: Optional[dict] = None,
-                 workspace_roots: Optional[list] = None):
+    def __init__(
+        self,
+        config_file: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        workspace_roots: Sequence[str] | None = None,
+    ) -> None:
         self.workspace_roots = [os.path.realpath(r) for r in (workspace_roots or []) if r]
         self.overrides = overrides or {}
         self._by_dir: dict[str, Settings] = {}
@@ -256,7 +228,8 @@ class SettingsResolver:
         self.config_file = os.path.abspath(config_file) if config_file else None
         if self.config_file is not None:
             self._by_config[self.config_file] = settings_from_table(
-                read_config_file(self.config_file), self.config_file).with_overrides(config_path=self.config_file)
+                read_config_file(self.config_file), self.config_file
+            ).with_overrides(config_path=self.config_file)
 
     def for_file(self, path: str) -> Settings:
         return self.for_directory(os.path.dirname(os.path.abspath(path)))
@@ -273,14 +246,14 @@ class SettingsResolver:
             base = self._by_config[config_path]
         else:
             base = settings_from_table(read_pyproject(config_path) or {}, config_path).with_overrides(
-                config_path=config_path)
+                config_path=config_path
+            )
             self._by_config[config_path] = base
         settings = base.with_overrides(project_root=root, **self.overrides)
         self._by_dir[directory] = settings
         return settings
 
-
-    def project_root(self, directory: str) -> Optional[str]:
+    def project_root(self, directory: str) -> str | None:
         """The nearest folder at or above `directory` with a project marker, stopping at
         the innermost workspace folder that holds it (which is then the root)."""
         real = os.path.realpath(directory)
@@ -294,7 +267,7 @@ class SettingsResolver:
         return None
 
 
-def _walk_up(directory: str):
+def _walk_up(directory: str) -> Iterator[str]:
     while True:
         yield directory
         parent = os.path.dirname(directory)
@@ -303,7 +276,7 @@ def _walk_up(directory: str):
         directory = parent
 
 
-def _atenlint_pyproject(directory: str) -> Optional[str]:
+def _atenlint_pyproject(directory: str) -> str | None:
     candidate = os.path.join(directory, "pyproject.toml")
     if os.path.isfile(candidate) and read_pyproject(candidate) is not None:
         return candidate

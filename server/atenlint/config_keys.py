@@ -9,23 +9,28 @@ from __future__ import annotations
 
 import difflib
 import os
-from typing import Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from . import findings as codes
 from .findings import Finding
 from .sourcetext import Position, Range
 
+if TYPE_CHECKING:
+    from .config import Settings
+    from .engine import FileCapture
 
-def unknown_module_keys(captures: Iterable, display: callable) -> list[Finding]:
+
+def unknown_module_keys(captures: Iterable[FileCapture], display: Callable[[str], str]) -> list[Finding]:
     """One warning per configured key that matches no class, placed on the key's line
     in the configuration file. A key for a module the check did not look at is left
     alone unless no file of the project could be that module."""
     from .discover import import_location
     from .engine import import_names
 
-    known: set = set()
-    checked_modules: set = set()
-    by_config: dict = {}
+    known: set[str] = set()
+    checked_modules: set[str] = set()
+    by_config: dict[str, Settings] = {}
     for capture in captures:
         settings = capture.settings
         if capture.outline is None:
@@ -46,17 +51,25 @@ def unknown_module_keys(captures: Iterable, display: callable) -> list[Finding]:
             if module is None and _project_has_module(key, settings.project_root or os.path.dirname(config_path)):
                 continue  # a class of a file this run did not check
             nearest = _nearest(key, known, module)
-            message = f"[tool.atenlint.modules.\"{key}\"] names no module class"
-            message += f": did you mean \"{nearest}\"?" if nearest else " atenlint found; it is ignored"
+            message = f'[tool.atenlint.modules."{key}"] names no module class'
+            message += f': did you mean "{nearest}"?' if nearest else " atenlint found; it is ignored"
             message += " Keys are the dotted name you import the class by (package.module.Class)."
             line0 = _key_line(config_path, key)
-            out.append(Finding(display(config_path), Range(Position(line0, 0), Position(line0, 0)), "warning",
-                               codes.CONFIG_ERROR, message, abs_path=os.path.abspath(config_path),
-                               data={"key": key, "nearest": nearest}))
+            out.append(
+                Finding(
+                    display(config_path),
+                    Range(Position(line0, 0), Position(line0, 0)),
+                    "warning",
+                    codes.CONFIG_ERROR,
+                    message,
+                    abs_path=os.path.abspath(config_path),
+                    data={"key": key},
+                )
+            )
     return out
 
 
-def _checked_prefix(key: str, modules: set) -> Optional[str]:
+def _checked_prefix(key: str, modules: set[str]) -> str | None:
     parts = key.split(".")
     for end in range(len(parts) - 1, 0, -1):
         candidate = ".".join(parts[:end])
@@ -65,7 +78,7 @@ def _checked_prefix(key: str, modules: set) -> Optional[str]:
     return None
 
 
-def _project_has_module(key: str, root: Optional[str]) -> bool:
+def _project_has_module(key: str, root: str | None) -> bool:
     if not root:
         return False
     parts = key.split(".")
@@ -77,11 +90,11 @@ def _project_has_module(key: str, root: Optional[str]) -> bool:
     return False
 
 
-def _nearest(key: str, known: set, module: Optional[str]) -> Optional[str]:
+def _nearest(key: str, known: set[str], module: str | None) -> str | None:
     pool = sorted(k for k in known if module is None or k.startswith(module + "."))
     matches = difflib.get_close_matches(key, pool, n=1, cutoff=0.5)
     if matches:
-        return matches[0]
+        return str(matches[0])
     # The class name alone, under another module name (`ddpm.DDPM` for `ldm.models.diffusion.ddpm.DDPM`).
     tail = key.rsplit(".", 1)[-1]
     same_class = [k for k in sorted(known) if k.rsplit(".", 1)[-1] == tail]

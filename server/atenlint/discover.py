@@ -14,30 +14,78 @@ import os
 import re
 import stat
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from .sourcetext import Position, Range, SourceText
 
-SKIPPED_DIRS = {".git", ".hg", ".svn", "node_modules", "build", "dist", "__pycache__", ".tox", ".nox",
-                ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages", ".ipynb_checkpoints"}
+# The worker's sandbox names file kinds the same way; it must import standalone in the
+# worker, so the one definition lives there.
+from .worker.sandbox import file_kind
+
+SKIPPED_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "build",
+    "dist",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".eggs",
+    "site-packages",
+    ".ipynb_checkpoints",
+}
 _DIRECTIVE_RE = re.compile(r"#\s*atenlint:\s*(?P<body>.*)$")
 # Text after `ignore` / `ignore[...]` is the user's own remark.
 _IGNORE_RE = re.compile(r"^ignore(?:\[(?P<items>[^\]]*)\])?(?:\s.*)?$")
 # Bases that are certainly not nn.Module; anything else might be (through imports).
-_NON_MODULE_BASES = {"object", "Exception", "BaseException", "ValueError", "RuntimeError", "TypeError",
-                     "KeyError", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "NamedTuple", "TypedDict",
-                     "Protocol", "ABC", "Generic", "dict", "list", "tuple", "set", "str", "int", "float",
-                     "enum.Enum", "abc.ABC", "typing.NamedTuple", "typing.Protocol", "typing.Generic"}
+_NON_MODULE_BASES = {
+    "object",
+    "Exception",
+    "BaseException",
+    "ValueError",
+    "RuntimeError",
+    "TypeError",
+    "KeyError",
+    "Enum",
+    "IntEnum",
+    "StrEnum",
+    "Flag",
+    "IntFlag",
+    "NamedTuple",
+    "TypedDict",
+    "Protocol",
+    "ABC",
+    "Generic",
+    "dict",
+    "list",
+    "tuple",
+    "set",
+    "str",
+    "int",
+    "float",
+    "enum.Enum",
+    "abc.ABC",
+    "typing.NamedTuple",
+    "typing.Protocol",
+    "typing.Generic",
+}
 
 
 def is_virtualenv(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "pyvenv.cfg")) or os.path.isfile(
-        os.path.join(directory, "conda-meta", "history"))
+        os.path.join(directory, "conda-meta", "history")
+    )
 
 
-def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = (),
-                      notebooks: bool = False) -> tuple[list[str], list[tuple[str, str]]]:
+def iter_python_files(
+    paths: Iterable[str], exclude: Iterable[str] = (), notebooks: bool = False
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Expand files and folders into Python files (sorted, no duplicates); also the
     paths that do not exist, with why. `notebooks`: folders also yield `*.ipynb`."""
     suffixes = (".py", ".ipynb") if notebooks else (".py",)
@@ -60,8 +108,12 @@ def iter_python_files(paths: Iterable[str], exclude: Iterable[str] = (),
                         if _inside(os.path.realpath(full), boundary):
                             linked.append(full)
                         else:
-                            errors.append((full, f"skipped: a symlink to {os.path.realpath(full)}, outside "
-                                                 f"{path}: not followed"))
+                            errors.append(
+                                (
+                                    full,
+                                    (f"skipped: a symlink to {os.path.realpath(full)}, outside {path}: not followed"),
+                                )
+                            )
                         continue
                     kept.append(d)
                 dirs[:] = kept
@@ -98,7 +150,7 @@ def _inside(real: str, boundary: str) -> bool:
     return real == boundary or real.startswith(boundary.rstrip(os.sep) + os.sep)
 
 
-def _linked_folder(folder: str, suffixes: tuple, patterns: tuple, boundary: str) -> list[str]:
+def _linked_folder(folder: str, suffixes: tuple[str, ...], patterns: tuple[str, ...], boundary: str) -> list[str]:
     """The files of a symlinked folder that stays inside the checked folder."""
     found = []
     for root, dirs, names in os.walk(folder):
@@ -110,7 +162,7 @@ def _linked_folder(folder: str, suffixes: tuple, patterns: tuple, boundary: str)
     return found
 
 
-def _not_checkable(path: str, boundary: Optional[str]) -> Optional[str]:
+def _not_checkable(path: str, boundary: str | None) -> str | None:
     """Why `path` is skipped (a FIFO, a device, a socket, a broken link, a link leaving
     `boundary`), or None for a regular file. Never opens it."""
     if boundary is not None and os.path.islink(path):
@@ -126,20 +178,6 @@ def _not_checkable(path: str, boundary: Optional[str]) -> Optional[str]:
     return None
 
 
-def file_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "not a regular file"
-
-
 class NotRegularFile(OSError):
     """A path that is not a regular file, or is larger than allowed: never read."""
 
@@ -148,7 +186,7 @@ class NotRegularFile(OSError):
         self.message, self.too_large, self.size = message, too_large, size
 
 
-def read_regular_file(path: str, limit: Optional[int] = None) -> bytes:
+def read_regular_file(path: str, limit: int | None = None) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, checked before reading.
 
     Opened non-blocking (a FIFO swapped in after a stat cannot hang the open), then
@@ -161,8 +199,9 @@ def read_regular_file(path: str, limit: Optional[int] = None) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(f"not a regular file ({file_kind(info.st_mode)}); atenlint reads regular files only")
         if limit is not None and info.st_size > limit:
-            raise NotRegularFile(f"{info.st_size} bytes, over the {limit}-byte limit", too_large=True,
-                                 size=info.st_size)
+            raise NotRegularFile(
+                f"{info.st_size} bytes, over the {limit}-byte limit", too_large=True, size=info.st_size
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(descriptor, True)
         chunks, total = [], 0
@@ -186,7 +225,7 @@ def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(normalized, p) or fnmatch.fnmatch(os.path.basename(path), p) for p in patterns)
 
 
-def import_location(path: str, project_root: Optional[str] = None) -> tuple[str, list[str]]:
+def import_location(path: str, project_root: str | None = None) -> tuple[str, list[str]]:
     """The dotted name `path` is imported as, and the sys.path roots it needs.
 
     Walks up through folders with an __init__.py (so `src/pkg/mod.py` is `pkg.mod` with
@@ -195,7 +234,7 @@ def import_location(path: str, project_root: Optional[str] = None) -> tuple[str,
     """
     path = os.path.abspath(path)
     directory, filename = os.path.split(path)
-    stem = filename[:-3] if filename.endswith(".py") else filename
+    stem = filename.removesuffix(".py")
     parts = [] if stem == "__init__" else [stem]
     root = directory
     while os.path.isfile(os.path.join(root, "__init__.py")):
@@ -216,8 +255,9 @@ class ClassInfo:
     line: int  # 0-based line of the `class` keyword
     name_range: Range
     bases: list[str]
-    directives: dict = field(default_factory=dict)  # init / inputs / skip from `# atenlint:` comments
-    directive_errors: list = field(default_factory=list)  # (line0, message)
+    # init / inputs / kwargs (expression text) and skip (True) from `# atenlint:` comments
+    directives: dict[str, str | bool] = field(default_factory=dict)
+    directive_errors: list[tuple[int, str]] = field(default_factory=list)  # (line0, message)
 
     def might_be_module(self) -> bool:
         return any(base not in _NON_MODULE_BASES for base in self.bases)
@@ -226,9 +266,9 @@ class ClassInfo:
 @dataclass
 class FileOutline:
     classes: list[ClassInfo]
-    ignores: dict  # 0-based line -> frozenset of op/code names (empty: everything)
+    ignores: dict[int, frozenset[str]]  # 0-based line -> op/code names (empty: everything)
     skip_file: bool
-    directive_errors: list  # (line0, message)
+    directive_errors: list[tuple[int, str]]  # (line0, message)
 
     @property
     def module_candidates(self) -> list[ClassInfo]:
@@ -237,10 +277,10 @@ class FileOutline:
 
 def outline(source: SourceText) -> FileOutline:
     comments = _comments(source.text)
-    ignores: dict[int, frozenset] = {}
+    ignores: dict[int, frozenset[str]] = {}
     errors: list[tuple[int, str]] = []
     skip_file = False
-    class_directives: dict[int, dict] = {}
+    class_directives: dict[int, dict[str, str | bool]] = {}
     for line0, body in comments.items():
         if body == "skip-file":
             skip_file = True
@@ -262,14 +302,20 @@ def outline(source: SourceText) -> FileOutline:
     return FileOutline(classes, ignores, skip_file, errors)
 
 
-def _collect_classes(node: ast.AST, prefix: str, source: SourceText, directives: dict, comments: dict,
-                     out: list[ClassInfo]) -> None:
+def _collect_classes(
+    node: ast.AST,
+    prefix: str,
+    source: SourceText,
+    directives: dict[int, dict[str, str | bool]],
+    comments: dict[int, str],
+    out: list[ClassInfo],
+) -> None:
     for child in ast.iter_child_nodes(node):
         if not isinstance(child, ast.ClassDef):
             continue
         qualname = f"{prefix}{child.name}"
         line0 = child.lineno - 1
-        found: dict = {}
+        found: dict[str, str | bool] = {}
         first = min([d.lineno - 1 for d in child.decorator_list] + [line0])
         # A directive applies from the class line or the comment lines right above it.
         above = first - 1
@@ -280,8 +326,9 @@ def _collect_classes(node: ast.AST, prefix: str, source: SourceText, directives:
         for line in reversed(block):
             found.update(directives.get(line, {}))
         found.update(directives.get(line0, {}))
-        info = ClassInfo(qualname, child.name, line0, _name_range(source, child),
-                         [ast.unparse(b) for b in child.bases], found)
+        info = ClassInfo(
+            qualname, child.name, line0, _name_range(source, child), [ast.unparse(b) for b in child.bases], found
+        )
         out.append(info)
         _collect_classes(child, qualname + ".", source, directives, comments, out)
 
@@ -292,8 +339,10 @@ def _name_range(source: SourceText, node: ast.ClassDef) -> Range:
     match = re.search(r"\bclass\s+(" + re.escape(node.name) + r")\b", text)
     if match is None:
         return source.line_range(line0)
-    return Range(Position(line0, source.utf16_from_char(line0, match.start(1))),
-                 Position(line0, source.utf16_from_char(line0, match.end(1))))
+    return Range(
+        Position(line0, source.utf16_from_char(line0, match.start(1))),
+        Position(line0, source.utf16_from_char(line0, match.end(1))),
+    )
 
 
 def _comments(text: str) -> dict[int, str]:
@@ -312,9 +361,9 @@ def _comments(text: str) -> dict[int, str]:
     return found
 
 
-def _parse_class_directive(body: str) -> tuple[dict, Optional[str]]:
+def _parse_class_directive(body: str) -> tuple[dict[str, str | bool], str | None]:
     """`init=Net(dim=64); inputs=torch.randn(1, 8)` or `skip`."""
-    parsed: dict = {}
+    parsed: dict[str, str | bool] = {}
     for part in _split_top_level(body, ";"):
         part = part.strip()
         if not part:
@@ -325,8 +374,10 @@ def _parse_class_directive(body: str) -> tuple[dict, Optional[str]]:
         key, sep, value = part.partition("=")
         key = key.strip()
         if not sep or key not in ("init", "inputs", "kwargs"):
-            return {}, (f"unknown atenlint directive {part!r}: expected `init=<expression>`, "
-                        f"`inputs=<expression>`, `kwargs=<expression>`, `skip`, `ignore[aten::op]` or `skip-file`")
+            return {}, (
+                f"unknown atenlint directive {part!r}: expected `init=<expression>`, "
+                f"`inputs=<expression>`, `kwargs=<expression>`, `skip`, `ignore[aten::op]` or `skip-file`"
+            )
         try:
             ast.parse(value.strip(), mode="eval")
         except SyntaxError as error:
@@ -336,7 +387,10 @@ def _parse_class_directive(body: str) -> tuple[dict, Optional[str]]:
 
 
 def _split_top_level(text: str, separator: str) -> list[str]:
-    parts, depth, quote, current = [], 0, None, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
+    quote: str | None = None
     for char in text:
         if quote:
             if char == quote:

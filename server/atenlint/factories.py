@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 # `pkg.module:function`, `pkg.module:Holder.function` or `path/to/file.py:function`.
 _REFERENCE_RE = re.compile(r"^(?P<module>[\w.\-/\\ ]+?(?:\.py)?):(?P<attribute>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
@@ -36,7 +35,7 @@ class FunctionReference:
         return f"{self.module}:{self.attribute}"
 
 
-def parse_reference(text: Optional[str]) -> Optional[FunctionReference]:
+def parse_reference(text: str | None) -> FunctionReference | None:
     """The function a setting names (`pkg.mod:fn`), or None when the text is an expression.
 
     A Python expression never has this shape: `a:b` alone is not valid Python, while

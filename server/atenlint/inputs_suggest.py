@@ -13,28 +13,70 @@ The rest are guesses the user is asked to check.
 from __future__ import annotations
 
 import ast
-import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING
 
-from .discover import iter_python_files, outline
-from .sourcetext import SourceText, decode_source
+from .discover import iter_python_files, outline, read_regular_file
+from .sourcetext import DecodeError, SourceText, decode_source
 
-_TENSOR_HINTS = {"Tensor", "torch.Tensor", "FloatTensor", "torch.FloatTensor", "torch.cuda.FloatTensor",
-                 "HalfTensor", "torch.HalfTensor", "DoubleTensor", "torch.DoubleTensor"}
-_INT_TENSOR_HINTS = {"LongTensor", "torch.LongTensor", "IntTensor", "torch.IntTensor", "BoolTensor",
-                     "torch.BoolTensor", "torch.cuda.LongTensor"}
+if TYPE_CHECKING:
+    from .config import SettingsResolver
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+# A layer `__init__` builds: its class name ("Conv2d") and its first two arguments when
+# they are integers (in and out sizes), None where the source does not say.
+Layer = tuple[str, list[int | None]]
+
+_TENSOR_HINTS = {
+    "Tensor",
+    "torch.Tensor",
+    "FloatTensor",
+    "torch.FloatTensor",
+    "torch.cuda.FloatTensor",
+    "HalfTensor",
+    "torch.HalfTensor",
+    "DoubleTensor",
+    "torch.DoubleTensor",
+}
+_INT_TENSOR_HINTS = {
+    "LongTensor",
+    "torch.LongTensor",
+    "IntTensor",
+    "torch.IntTensor",
+    "BoolTensor",
+    "torch.BoolTensor",
+    "torch.cuda.LongTensor",
+}
 _JAXTYPING_FLOAT = {"Float", "Float32", "Float16", "BFloat16", "Shaped", "Num", "Real", "Inexact"}
 _JAXTYPING_INT = {"Int", "Int64", "Int32", "Integer", "Long", "UInt8", "Bool"}
-_LAYER_RANKS = {"Conv1d": 3, "Conv2d": 4, "Conv3d": 5, "ConvTranspose1d": 3, "ConvTranspose2d": 4,
-                "ConvTranspose3d": 5, "BatchNorm1d": 3, "BatchNorm2d": 4, "BatchNorm3d": 5, "Linear": 2,
-                "LayerNorm": 3, "Embedding": 2, "MultiheadAttention": 3, "LSTM": 3, "GRU": 3, "RNN": 3}
+_LAYER_RANKS = {
+    "Conv1d": 3,
+    "Conv2d": 4,
+    "Conv3d": 5,
+    "ConvTranspose1d": 3,
+    "ConvTranspose2d": 4,
+    "ConvTranspose3d": 5,
+    "BatchNorm1d": 3,
+    "BatchNorm2d": 4,
+    "BatchNorm3d": 5,
+    "Linear": 2,
+    "LayerNorm": 3,
+    "Embedding": 2,
+    "MultiheadAttention": 3,
+    "LSTM": 3,
+    "GRU": 3,
+    "RNN": 3,
+}
 # Dimension names and the size a guess gives them.
-_DIM_SIZES = (({"b", "bs", "batch", "batch_size", "n_batch"}, 1), ({"c", "ch", "channels", "in_channels"}, 3),
-              ({"h", "height", "w", "width", "img", "image", "hw"}, 32), ({"t", "seq", "seq_len", "l", "len",
-                                                                            "length", "n", "tokens"}, 16),
-              ({"d", "dim", "hidden", "embed", "features", "e", "k"}, 64))
+_DIM_SIZES = (
+    ({"b", "bs", "batch", "batch_size", "n_batch"}, 1),
+    ({"c", "ch", "channels", "in_channels"}, 3),
+    ({"h", "height", "w", "width", "img", "image", "hw"}, 32),
+    ({"t", "seq", "seq_len", "l", "len", "length", "n", "tokens"}, 16),
+    ({"d", "dim", "hidden", "embed", "features", "e", "k"}, 64),
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +86,7 @@ class InputsSuggestion:
     insert_line: int  # 0-based line the comment goes above (the first decorator, or the class line)
     indent: str
     expression: str  # what `inputs=` gets
-    kwargs: Optional[str] = None  # keyword-only tensor parameters, as a dict display
+    kwargs: str | None = None  # keyword-only tensor parameters, as a dict display
     guessed: bool = True  # some size was not written anywhere in the class
 
     def comment(self) -> str:
@@ -65,8 +107,10 @@ def suggest_inputs(text: str, skip: Iterable[str] = ()) -> list[InputsSuggestion
     for qualname, cls in _classes(tree, ""):
         if qualname in skipped:
             continue
-        forward = next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and n.name == "forward"), None)
+        forward = next(
+            (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"),
+            None,
+        )
         if forward is None:
             continue
         suggestion = _suggest(qualname, cls, forward, text)
@@ -75,7 +119,7 @@ def suggest_inputs(text: str, skip: Iterable[str] = ()) -> list[InputsSuggestion
     return out
 
 
-def _classes(node: ast.AST, prefix: str):
+def _classes(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.ClassDef]]:
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.ClassDef):
             qualname = prefix + child.name
@@ -83,12 +127,13 @@ def _classes(node: ast.AST, prefix: str):
             yield from _classes(child, qualname + ".")
 
 
-def _suggest(qualname: str, cls: ast.ClassDef, forward: ast.FunctionDef, text: str) -> Optional[InputsSuggestion]:
+def _suggest(qualname: str, cls: ast.ClassDef, forward: FunctionNode, text: str) -> InputsSuggestion | None:
     arguments = forward.args
     positional = list(arguments.posonlyargs) + list(arguments.args)
     if positional and positional[0].arg in ("self", "cls"):
         positional = positional[1:]
-    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults))
+    defaults += arguments.defaults
     layers = _layers(cls)
     docs = _documented_shapes(ast.get_docstring(forward) or "", ast.get_docstring(cls) or "")
     values: list[str] = []
@@ -104,7 +149,7 @@ def _suggest(qualname: str, cls: ast.ClassDef, forward: ast.FunctionDef, text: s
             break
         values.append(expression)
         guessed = guessed or was_guessed
-    keywords = []
+    keywords: list[str] = []
     for parameter, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
         value = _value_for(parameter, default, forward, layers, docs)
         if value is None or value[0] is None:
@@ -122,13 +167,19 @@ def _suggest(qualname: str, cls: ast.ClassDef, forward: ast.FunctionDef, text: s
     class_line = cls.lineno - 1
     first = min([d.lineno - 1 for d in cls.decorator_list] + [class_line])
     line_text = lines[class_line] if class_line < len(lines) else ""
-    indent = line_text[:len(line_text) - len(line_text.lstrip())]
-    return InputsSuggestion(qualname, class_line, first, indent, expression,
-                            "{" + ", ".join(keywords) + "}" if keywords else None, guessed)
+    indent = line_text[: len(line_text) - len(line_text.lstrip())]
+    return InputsSuggestion(
+        qualname, class_line, first, indent, expression, "{" + ", ".join(keywords) + "}" if keywords else None, guessed
+    )
 
 
-def _value_for(parameter: ast.arg, default: Optional[ast.AST], forward, layers: dict,
-               docs: dict) -> Optional[tuple[Optional[str], bool]]:
+def _value_for(
+    parameter: ast.arg,
+    default: ast.expr | None,
+    forward: FunctionNode,
+    layers: dict[str, Layer],
+    docs: dict[str, list[str]],
+) -> tuple[str | None, bool] | None:
     """(expression, guessed) for one parameter; (None, False) to keep its default; None
     when nothing says what it is."""
     if default is not None and _is_tensor_call(default):
@@ -160,14 +211,15 @@ def _value_for(parameter: ast.arg, default: Optional[ast.AST], forward, layers: 
         kind = "int_tensor"
     if kind == "int_tensor":
         high = layer[1][0] if layer is not None and layer[0] == "Embedding" and layer[1] else None
-        shape = _shape(documented, rank or 2, layer)
-        return f"torch.randint(0, {high or 10}, ({', '.join(map(str, shape[0]))},))" if len(shape[0]) == 1 else \
-            f"torch.randint(0, {high or 10}, ({', '.join(map(str, shape[0]))}))", shape[1] or high is None
+        sizes, sizes_guessed = _shape(documented, rank or 2, layer)
+        listed = ", ".join(map(str, sizes))
+        size_tuple = f"({listed},)" if len(sizes) == 1 else f"({listed})"
+        return f"torch.randint(0, {high or 10}, {size_tuple})", sizes_guessed or high is None
     shape, guessed = _shape(documented, rank, layer)
     return f"torch.randn({', '.join(map(str, shape))})", guessed
 
 
-def _hint_kind(hint: ast.AST) -> tuple[Optional[str], Optional[list]]:
+def _hint_kind(hint: ast.expr) -> tuple[str | None, list[str] | None]:
     text = ast.unparse(hint).replace(" ", "")
     if text in _TENSOR_HINTS:
         return "tensor", None
@@ -195,15 +247,25 @@ def _is_tensor_call(node: ast.AST) -> bool:
         return False
     name = ast.unparse(node.func)
     return name.startswith("torch.") and name.split(".")[-1] in {
-        "randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor", "eye"}
+        "randn",
+        "rand",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "randint",
+        "arange",
+        "tensor",
+        "eye",
+    }
 
 
 _DOC_SHAPE_RE = re.compile(r"^\s*`?(?P<name>\w+)`?\s*(?:\([^)]*\))?\s*[:\-]\s*.*?[\(\[](?P<dims>[\w\s,*]+)[\)\]]")
 
 
-def _documented_shapes(*docstrings: str) -> dict:
+def _documented_shapes(*docstrings: str) -> dict[str, list[str]]:
     """`x: (B, C, H, W)` or `x (Tensor): shape [batch, seq, dim]` lines -> {"x": dims}."""
-    found: dict = {}
+    found: dict[str, list[str]] = {}
     for docstring in docstrings:
         for line in docstring.splitlines():
             match = _DOC_SHAPE_RE.match(line)
@@ -215,43 +277,50 @@ def _documented_shapes(*docstrings: str) -> dict:
     return found
 
 
-def _unpacked_rank(forward: ast.FunctionDef, name: str) -> Optional[int]:
+def _unpacked_rank(forward: FunctionNode, name: str) -> int | None:
     """`b, c, h, w = x.shape` (or `x.size()`) in forward says x has 4 dimensions."""
     for node in ast.walk(forward):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
             value = node.value
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
-                    and not value.args:
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "size"
+                and not value.args
+            ):
                 value = value.func.value
             elif isinstance(value, ast.Attribute) and value.attr == "shape":
                 value = value.value
             else:
                 continue
-            if isinstance(value, ast.Name) and value.id == name \
-                    and not any(isinstance(e, ast.Starred) for e in node.targets[0].elts):
+            if (
+                isinstance(value, ast.Name)
+                and value.id == name
+                and not any(isinstance(e, ast.Starred) for e in node.targets[0].elts)
+            ):
                 return len(node.targets[0].elts)
     return None
 
 
-def _layers(cls: ast.ClassDef) -> dict:
+def _layers(cls: ast.ClassDef) -> dict[str, Layer]:
     """`self.name = nn.Conv2d(3, 64, ...)` in __init__ -> {"name": ("Conv2d", [3, 64])}, with
     names resolved through __init__'s defaults (`in_chans=3`)."""
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     if init is None:
         return {}
-    defaults: dict = {}
+    defaults: dict[str, int] = {}
     arguments = init.args.args[1:]
-    for parameter, default in zip(arguments[len(arguments) - len(init.args.defaults):], init.args.defaults):
+    for parameter, default in zip(arguments[len(arguments) - len(init.args.defaults) :], init.args.defaults):
         if isinstance(default, ast.Constant) and isinstance(default.value, int):
             defaults[parameter.arg] = default.value
-    found: dict = {}
+    found: dict[str, Layer] = {}
     for node in ast.walk(init):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
         layer = ast.unparse(node.value.func).split(".")[-1]
         if layer not in _LAYER_RANKS:
             continue
-        sizes = []
+        sizes: list[int | None] = []
         for argument in node.value.args[:2]:
             if isinstance(argument, ast.Constant) and isinstance(argument.value, int):
                 sizes.append(argument.value)
@@ -265,32 +334,41 @@ def _layers(cls: ast.ClassDef) -> dict:
     return found
 
 
-def _first_layer(forward: ast.FunctionDef, name: str, layers: dict) -> Optional[tuple]:
+def _first_layer(forward: FunctionNode, name: str, layers: dict[str, Layer]) -> Layer | None:
     """The layer forward first calls on the parameter itself: `self.conv(x)`."""
     calls = sorted((n for n in ast.walk(forward) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
         func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-                and func.attr in layers and call.args and isinstance(call.args[0], ast.Name) \
-                and call.args[0].id == name:
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in layers
+            and call.args
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == name
+        ):
             return layers[func.attr]
     return None
 
 
-def _shape(dims: Optional[list], rank: Optional[int], layer: Optional[tuple]) -> tuple[list, bool]:
+def _shape(dims: list[str] | None, rank: int | None, layer: Layer | None) -> tuple[list[int], bool]:
     """Sizes for each dimension, and whether any was guessed."""
     layer_rank = _LAYER_RANKS.get(layer[0]) if layer else None
     rank = rank or (len(dims) if dims else None) or layer_rank or 2
-    sizes: list = []
+    sizes: list[int] = []
     guessed = False
     for index in range(rank):
         name = dims[index] if dims and index < len(dims) else None
         size = int(name) if name and name.isdigit() else None
         if size is None and layer is not None and layer[1]:
             kind, arguments = layer
-            if kind.startswith(("Conv", "BatchNorm")) and index == 1:
-                size = arguments[0]
-            elif kind in ("Linear", "LayerNorm", "MultiheadAttention", "LSTM", "GRU", "RNN") and index == rank - 1:
+            if (
+                kind.startswith(("Conv", "BatchNorm"))
+                and index == 1
+                or kind in ("Linear", "LayerNorm", "MultiheadAttention", "LSTM", "GRU", "RNN")
+                and index == rank - 1
+            ):
                 size = arguments[0]
         if size is None:
             guessed = True
@@ -299,7 +377,7 @@ def _shape(dims: Optional[list], rank: Optional[int], layer: Optional[tuple]) ->
     return sizes, guessed
 
 
-def _dim_size(name: Optional[str], index: int, rank: int) -> int:
+def _dim_size(name: str | None, index: int, rank: int) -> int:
     if name:
         lowered = name.lower()
         for names, size in _DIM_SIZES:
@@ -324,24 +402,29 @@ def apply_suggestions(text: str, suggestions: list[InputsSuggestion]) -> str:
     return "".join(lines)
 
 
-def classes_with_inputs(text: str) -> set:
+def classes_with_inputs(text: str) -> set[str]:
     """Classes that already have `inputs=` (or are skipped) in a `# atenlint:` comment."""
     file_outline = outline(SourceText(text, "<text>"))
-    return {c.qualname for c in file_outline.classes if "inputs" in c.directives or c.directives.get("skip")
-            or "kwargs" in c.directives}
+    return {
+        c.qualname
+        for c in file_outline.classes
+        if "inputs" in c.directives or c.directives.get("skip") or "kwargs" in c.directives
+    }
 
 
-def code_action_edit(text: str, line: int) -> Optional[tuple[str, int, str]]:
+def code_action_edit(text: str, line: int) -> tuple[str, int, str] | None:
     """For the class whose header (decorators, `class` line) or `def forward` line is the
     0-based `line`: (title, insert line, text to insert), or None."""
     suggestions = suggest_inputs(text, classes_with_inputs(text))
     if not suggestions:
         return None
     tree = ast.parse(text)
-    headers: dict = {}
+    headers: dict[str, set[int]] = {}
     for qualname, cls in _classes(tree, ""):
-        forward = next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and n.name == "forward"), None)
+        forward = next(
+            (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"),
+            None,
+        )
         lines = {cls.lineno - 1} | {d.lineno - 1 for d in cls.decorator_list}
         if forward is not None:
             lines.add(forward.lineno - 1)
@@ -356,16 +439,15 @@ def code_action_edit(text: str, line: int) -> Optional[tuple[str, int, str]]:
     return title, suggestion.insert_line, suggestion.comment()
 
 
-def add_inputs_to_paths(paths: list, resolver=None) -> list[str]:
+def add_inputs_to_paths(paths: list[str], resolver: SettingsResolver | None = None) -> list[str]:
     """`atenlint check --add-inputs`: write the comments into the files; what was written."""
     files, _ = iter_python_files(paths)
     written = []
     for path in files:
         try:
-            with open(path, "rb") as handle:
-                text = decode_source(handle.read())
-        except Exception:  # noqa: BLE001 - unreadable files are reported by the check itself
-            continue
+            text = decode_source(read_regular_file(path))
+        except (OSError, DecodeError):
+            continue  # unreadable (or no longer a regular file): the check itself reports it
         if "def forward" not in text:
             continue
         skip = classes_with_inputs(text) | _configured(path, resolver)
@@ -375,12 +457,14 @@ def add_inputs_to_paths(paths: list, resolver=None) -> list[str]:
         with open(path, "w", encoding="utf-8", newline="") as handle:
             handle.write(apply_suggestions(text, suggestions))
         for suggestion in suggestions:
-            written.append(f"{path}:{suggestion.insert_line + 1}: added `{suggestion.comment().strip()}`"
-                           + (" (shapes guessed: check them)" if suggestion.guessed else ""))
+            written.append(
+                f"{path}:{suggestion.insert_line + 1}: added `{suggestion.comment().strip()}`"
+                + (" (shapes guessed: check them)" if suggestion.guessed else "")
+            )
     return written
 
 
-def _configured(path: str, resolver) -> set:
+def _configured(path: str, resolver: SettingsResolver | None) -> set[str]:
     """Classes of the file that pyproject.toml already gives inputs to."""
     if resolver is None:
         return set()
@@ -398,5 +482,5 @@ def _configured(path: str, resolver) -> set:
     for key, config in settings.modules.items():
         for name in names:
             if key.startswith(name + ".") and (config.inputs or config.kwargs or config.skip):
-                out.add(key[len(name) + 1:])
+                out.add(key[len(name) + 1 :])
     return out

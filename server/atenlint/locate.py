@@ -11,27 +11,46 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional
 
 from .sourcetext import Position, Range, SourceText
 
 _OPERATOR_SYMBOLS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-    ast.LShift: "<<", ast.RShift: ">>", ast.USub: "-", ast.Invert: "~", ast.Not: "not",
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.USub: "-",
+    ast.Invert: "~",
+    ast.Not: "not",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
 }
 _PREFERRED = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Subscript, ast.BoolOp, ast.AugAssign)
+# What a recorded site can be: an expression, or `x += y` (a statement the op comes from).
+Expression = ast.expr | ast.AugAssign
 
 
 @dataclass(frozen=True)
 class Located:
     range: Range
     call: str
-    node: Optional[ast.AST] = None
+    node: ast.AST | None = None
 
 
-def dotted_name(node: ast.AST) -> Optional[str]:
+def dotted_name(node: ast.AST) -> str | None:
     """`torch.linalg.svdvals` for a pure Name/Attribute chain, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -66,7 +85,7 @@ def call_label(node: ast.AST, source: SourceText) -> str:
 class ExpressionLocator:
     def __init__(self, source: SourceText):
         self.source = source
-        self._by_start: dict[tuple[int, int], list[ast.AST]] = {}
+        self._by_start: dict[tuple[int, int], list[Expression]] = {}
         tree = source.tree
         if tree is not None:
             for node in ast.walk(tree):
@@ -79,8 +98,15 @@ class ExpressionLocator:
                         if (receiver.lineno, receiver.col_offset) != (node.lineno, node.col_offset):
                             self._by_start.setdefault((receiver.lineno, receiver.col_offset), []).append(node)
 
-    def locate(self, line: int, col: int, span_lines: int = 1, end_col: Optional[int] = None,
-               exact: bool = False, hint: tuple = ()) -> Located:
+    def locate(
+        self,
+        line: int,
+        col: int,
+        span_lines: int = 1,
+        end_col: int | None = None,
+        exact: bool = False,
+        hint: tuple[str, ...] = (),
+    ) -> Located:
         """`line` 1-based, `col` and `end_col` UTF-8 byte columns, as the capture recorded
         them; `exact`: the extent covers the whole expression (Python's own positions).
         A negative `col` means only the line is known (a graph's recorded stack, Python
@@ -95,7 +121,7 @@ class ExpressionLocator:
         chosen = None
         if end_col is not None:
             end = (line + span_lines - 1, end_col)
-            measure = (lambda n: (n.end_lineno, n.end_col_offset)) if exact else _recorded_end
+            measure = _end if exact else _recorded_end
             matching = [n for n in candidates if measure(n) == end]
             chosen = _best(matching)
         if chosen is None:
@@ -104,15 +130,19 @@ class ExpressionLocator:
             return Located(self._fallback_range(line - 1, col), self.source.line_text(line - 1).strip()[:60])
         return Located(self.source.node_range(chosen), call_label(chosen, self.source), chosen)
 
-    def _on_line(self, line: int, hint: tuple) -> Optional[ast.AST]:
+    def _on_line(self, line: int, hint: tuple[str, ...]) -> Expression | None:
         """The expression on `line` a line-only site means: the one the hint names (a call
         of that name, or the operator an op like `aten::add` or `aten::__and__` is), else
         the smallest call on the line."""
         on_line = [n for (ln, _), nodes in self._by_start.items() if ln == line for n in nodes]
-        calls = [n for n in on_line if isinstance(n, ast.Call)]
-        smallest = (lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset, n.col_offset))
+        calls: list[Expression] = [n for n in on_line if isinstance(n, ast.Call)]
+
+        def smallest(node: Expression) -> tuple[int, int, int]:
+            end_line, end_col = _end(node)
+            return (end_line - node.lineno, end_col - node.col_offset, node.col_offset)
+
         for name in hint:  # most specific first: the op, then what it went through
-            named = [n for n in calls if _callee_name(n) == name]
+            named: list[Expression] = [n for n in calls if isinstance(n, ast.Call) and _callee_name(n) == name]
             if not named:
                 symbol = _OP_SYMBOLS.get(name.strip("_"))
                 named = [n for n in on_line if symbol is not None and _operator_symbol(n) in symbol]
@@ -125,7 +155,7 @@ class ExpressionLocator:
         start = self.source.utf16_from_byte(line0, col)
         return Range(Position(line0, start), Position(line0, self.source.utf16_from_char(line0, len(text))))
 
-    def enclosing_call(self, line: int, col: int) -> Optional[ast.Call]:
+    def enclosing_call(self, line: int, col: int) -> ast.Call | None:
         for node in self._by_start.get((line, col), []):
             if isinstance(node, ast.Call):
                 return node
@@ -134,18 +164,52 @@ class ExpressionLocator:
 
 # The Python operators an aten op name is spelled as in source.
 _OP_SYMBOLS = {
-    "add": ("+",), "sub": ("-",), "rsub": ("-",), "mul": ("*",), "div": ("/", "//"), "true_divide": ("/",),
-    "floor_divide": ("//",), "remainder": ("%",), "fmod": ("%",), "pow": ("**",), "matmul": ("@",),
-    "and": ("&", "and"), "bitwise_and": ("&",), "logical_and": ("&", "and"), "or": ("|", "or"),
-    "bitwise_or": ("|",), "xor": ("^",), "bitwise_xor": ("^",), "lshift": ("<<",), "rshift": (">>",),
-    "bitwise_left_shift": ("<<",), "bitwise_right_shift": (">>",), "neg": ("-",), "bitwise_not": ("~",),
-    "invert": ("~",), "logical_not": ("not", "~"), "eq": ("==",), "ne": ("!=",), "lt": ("<",), "le": ("<=",),
-    "gt": (">",), "ge": (">=",), "index": ("[]",), "slice": ("[]",), "select": ("[]",), "getitem": ("[]",),
-    "index_put": ("[]",), "iand": ("&",), "ior": ("|",), "iadd": ("+",), "isub": ("-",), "imul": ("*",),
+    "add": ("+",),
+    "sub": ("-",),
+    "rsub": ("-",),
+    "mul": ("*",),
+    "div": ("/", "//"),
+    "true_divide": ("/",),
+    "floor_divide": ("//",),
+    "remainder": ("%",),
+    "fmod": ("%",),
+    "pow": ("**",),
+    "matmul": ("@",),
+    "and": ("&", "and"),
+    "bitwise_and": ("&",),
+    "logical_and": ("&", "and"),
+    "or": ("|", "or"),
+    "bitwise_or": ("|",),
+    "xor": ("^",),
+    "bitwise_xor": ("^",),
+    "lshift": ("<<",),
+    "rshift": (">>",),
+    "bitwise_left_shift": ("<<",),
+    "bitwise_right_shift": (">>",),
+    "neg": ("-",),
+    "bitwise_not": ("~",),
+    "invert": ("~",),
+    "logical_not": ("not", "~"),
+    "eq": ("==",),
+    "ne": ("!=",),
+    "lt": ("<",),
+    "le": ("<=",),
+    "gt": (">",),
+    "ge": (">=",),
+    "index": ("[]",),
+    "slice": ("[]",),
+    "select": ("[]",),
+    "getitem": ("[]",),
+    "index_put": ("[]",),
+    "iand": ("&",),
+    "ior": ("|",),
+    "iadd": ("+",),
+    "isub": ("-",),
+    "imul": ("*",),
 }
 
 
-def _callee_name(node: ast.Call) -> Optional[str]:
+def _callee_name(node: ast.Call) -> str | None:
     func = node.func
     if isinstance(func, ast.Attribute):
         return func.attr
@@ -154,7 +218,7 @@ def _callee_name(node: ast.Call) -> Optional[str]:
     return None
 
 
-def _operator_symbol(node: ast.AST) -> Optional[str]:
+def _operator_symbol(node: ast.AST) -> str | None:
     if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)):
         return _OPERATOR_SYMBOLS.get(type(node.op))
     if isinstance(node, ast.Compare):
@@ -164,10 +228,18 @@ def _operator_symbol(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _recorded_end(node: ast.AST) -> tuple[int, int]:
+def _end(node: Expression) -> tuple[int, int]:
+    """Where Python's own positions say `node` ends (a parsed tree always has them)."""
+    return (
+        node.end_lineno if node.end_lineno is not None else node.lineno,
+        node.end_col_offset if node.end_col_offset is not None else node.col_offset,
+    )
+
+
+def _recorded_end(node: Expression) -> tuple[int, int]:
     """Where a capture engine's range for `node` ends (see the module docstring)."""
     if isinstance(node, ast.Call):
-        return (node.func.end_lineno, node.func.end_col_offset)
+        return _end(node.func)
     if isinstance(node, ast.BinOp):
         return _recorded_end(node.right)
     if isinstance(node, ast.BoolOp):
@@ -176,15 +248,15 @@ def _recorded_end(node: ast.AST) -> tuple[int, int]:
         return _recorded_end(node.comparators[-1])
     if isinstance(node, ast.UnaryOp):
         return _recorded_end(node.operand)
-    return (node.end_lineno, node.end_col_offset)
+    return _end(node)
 
 
-def _best(nodes: list[ast.AST]) -> Optional[ast.AST]:
+def _best(nodes: list[Expression]) -> Expression | None:
     if not nodes:
         return None
     for kind in _PREFERRED:
         of_kind = [n for n in nodes if isinstance(n, kind)]
         if of_kind:
             # Innermost first: the smallest expression that starts here.
-            return min(of_kind, key=lambda n: (n.end_lineno, n.end_col_offset))
-    return min(nodes, key=lambda n: (n.end_lineno, n.end_col_offset))
+            return min(of_kind, key=_end)
+    return min(nodes, key=_end)

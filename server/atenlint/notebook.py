@@ -22,10 +22,17 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Any
 
 from .sourcetext import Position, Range, utf16_length
+
+if TYPE_CHECKING:
+    from .finding_data import Fix, FixEdit
+    from .findings import Finding
+    from .fixes.edits import TextEdit
+    from .worker.pool import WorkerPool
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -71,11 +78,11 @@ class CellProblem:
 @dataclass
 class VirtualModule:
     text: str
-    spans: list  # CellSpan, in module order (code cells only)
-    problems: list = field(default_factory=list)  # CellProblem
-    cell_texts: dict = field(default_factory=dict)  # cell index -> its source as written
+    spans: list[CellSpan]  # in module order (code cells only)
+    problems: list[CellProblem] = field(default_factory=list)
+    cell_texts: dict[int, str] = field(default_factory=dict)  # cell index -> its source as written
 
-    def span_at(self, line: int) -> Optional[CellSpan]:
+    def span_at(self, line: int) -> CellSpan | None:
         starts = [s.first_line for s in self.spans]
         index = bisect.bisect_right(starts, line) - 1
         if index < 0:
@@ -83,14 +90,14 @@ class VirtualModule:
         span = self.spans[index]
         return span if line < span.first_line + span.line_count else None
 
-    def to_cell(self, position: Position) -> Optional[tuple[int, Position]]:
+    def to_cell(self, position: Position) -> tuple[int, Position] | None:
         """(cell index, position in that cell) of a module position, or None past the end."""
         span = self.span_at(position.line)
         if span is None:
             return None
         return span.cell, Position(position.line - span.first_line, position.character)
 
-    def range_to_cell(self, rng: Range) -> Optional[tuple[int, Range]]:
+    def range_to_cell(self, rng: Range) -> tuple[int, Range] | None:
         """A module range in one cell; a range running into the next cell ends with its
         first cell's last line (a finding is shown where it starts)."""
         start = self.to_cell(rng.start)
@@ -105,7 +112,7 @@ class VirtualModule:
         width = utf16_length(_lines(self.cell_texts.get(cell, ""))[last]) if last >= 0 else 0
         return cell, Range(begin, Position(last, width))
 
-    def to_module(self, cell: int, position: Position) -> Optional[Position]:
+    def to_module(self, cell: int, position: Position) -> Position | None:
         for span in self.spans:
             if span.cell == cell:
                 return Position(span.first_line + min(position.line, span.line_count - 1), position.character)
@@ -115,11 +122,11 @@ class VirtualModule:
 # -- reading ---------------------------------------------------------------------------
 
 
-def read_notebook(path: str, limit: Optional[int] = None) -> list[Cell]:
+def read_notebook(path: str, limit: int | None = None) -> list[Cell]:
     return parse_notebook(read_notebook_bytes(path, limit))
 
 
-def read_notebook_bytes(path: str, limit: Optional[int] = None) -> bytes:
+def read_notebook_bytes(path: str, limit: int | None = None) -> bytes:
     """A regular file's bytes (never a FIFO or a device), at most `limit` of them."""
     from .discover import NotRegularFile, read_regular_file
 
@@ -142,8 +149,7 @@ def parse_notebook(data: bytes) -> list[Cell]:
     if not isinstance(document, dict):
         raise NotebookError("this notebook is not a JSON object")
     if "worksheets" in document:
-        raise NotebookError("this notebook is in nbformat 3; open and save it in Jupyter to convert it to "
-                            "nbformat 4")
+        raise NotebookError("this notebook is in nbformat 3; open and save it in Jupyter to convert it to nbformat 4")
     cells = document.get("cells")
     if not isinstance(cells, list):
         raise NotebookError("this notebook has no `cells` list (not nbformat 4)")
@@ -159,20 +165,22 @@ def parse_notebook(data: bytes) -> list[Cell]:
             source = "".join(source)
         elif not isinstance(source, str):
             raise NotebookError(f"cell {index + 1}: `source` must be a string or a list of strings")
-        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        vscode = metadata.get("vscode") if isinstance(metadata.get("vscode"), dict) else {}
-        cell_language = str(vscode.get("languageId") or language)
+        metadata = cell.get("metadata")
+        vscode = metadata.get("vscode") if isinstance(metadata, dict) else None
+        cell_language = str((vscode.get("languageId") if isinstance(vscode, dict) else None) or language)
         out.append(Cell(index, str(cell.get("cell_type", "code")), source, cell_language))
     return out
 
 
-def notebook_language(metadata) -> str:
+def notebook_language(metadata: object) -> str:
+    """The notebook's language from its metadata (as JSON gave it: anything)."""
     if not isinstance(metadata, dict):
         return "python"
     for key, field_name in (("kernelspec", "language"), ("language_info", "name")):
         section = metadata.get(key)
-        if isinstance(section, dict) and isinstance(section.get(field_name), str):
-            return section[field_name]
+        language = section.get(field_name) if isinstance(section, dict) else None
+        if isinstance(language, str):
+            return language
     return "python"
 
 
@@ -244,7 +252,7 @@ def _inert_magics(lines: list[str], begin: int) -> list[str]:
             lines[index] = ""
             continue
         if scanner.at_statement_start() and _is_ipython_line(line):
-            indent = line[:len(line) - len(line.lstrip())]
+            indent = line[: len(line) - len(line.lstrip())]
             continuing_magic = line.rstrip().endswith("\\")
             lines[index] = f"{indent}pass"
             continue
@@ -270,7 +278,7 @@ class _StatementScanner:
 
     def __init__(self) -> None:
         self.depth = 0
-        self.triple: Optional[str] = None
+        self.triple: str | None = None
         self.backslash = False
 
     def at_statement_start(self) -> bool:
@@ -319,7 +327,7 @@ def _escaped_backslash(line: str, index: int) -> bool:
     return count % 2 == 0
 
 
-def _parse_problem(cell: int, text: str, original: str) -> Optional[CellProblem]:
+def _parse_problem(cell: int, text: str, original: str) -> CellProblem | None:
     """None when the cell parses; a problem (with an empty message for cells that are
     valid IPython but not a module, such as top-level `await`) when it does not."""
     with warnings.catch_warnings():
@@ -340,12 +348,18 @@ def _parse_problem(cell: int, text: str, original: str) -> Optional[CellProblem]
             column = min(max((error.offset or 1) - 1, 0), len(line_text))
             start = Position(line0, utf16_length(line_text[:column]))
             end = Position(line0, utf16_length(line_text) if column < len(line_text) else start.character)
-            return CellProblem(cell, Range(start, end),
-                               f"Python cannot parse this cell: {error.msg} (line {line0 + 1} of the cell); "
-                               f"the cell is left out of the analysis")
+            return CellProblem(
+                cell,
+                Range(start, end),
+                f"Python cannot parse this cell: {error.msg} (line {line0 + 1} of the cell); "
+                f"the cell is left out of the analysis",
+            )
         except (ValueError, MemoryError, RecursionError) as error:
-            return CellProblem(cell, Range(Position(0, 0), Position(0, 0)),
-                               f"Python cannot parse this cell ({error}); the cell is left out of the analysis")
+            return CellProblem(
+                cell,
+                Range(Position(0, 0), Position(0, 0)),
+                f"Python cannot parse this cell ({error}); the cell is left out of the analysis",
+            )
 
 
 # -- where the module is imported from ---------------------------------------------------
@@ -372,7 +386,7 @@ def _importable(name: str) -> bool:
         return False
 
 
-def module_location(path: str, project_root: Optional[str]) -> tuple[str, list[str]]:
+def module_location(path: str, project_root: str | None) -> tuple[str, list[str]]:
     """The module name and sys.path roots the notebook's cells run with: its own folder
     first (Jupyter's working directory), then the project root and its src/."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -385,7 +399,7 @@ def module_location(path: str, project_root: Optional[str]) -> tuple[str, list[s
     return module_name_for(path), roots
 
 
-def request_importing_copy(pool, method: str, request: dict, timeout: float) -> dict:
+def request_importing_copy(pool: WorkerPool, method: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Send an `analyse` request for a notebook: the worker imports a private `.py` copy
     of the module text (a notebook has no file Python can import), and every path in its
     answer is turned back into the notebook's."""
@@ -404,10 +418,12 @@ def request_importing_copy(pool, method: str, request: dict, timeout: float) -> 
         answer = pool.request(method, sent, timeout)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    return _replace_path(answer, copy, notebook)
+    replaced: dict[str, Any] = _replace_path(answer, copy, notebook)
+    return replaced
 
 
-def _replace_path(value, old: str, new: str):
+def _replace_path(value: Any, old: str, new: str) -> Any:
+    """`value` (decoded JSON) with every string equal to `old` replaced by `new`."""
     if isinstance(value, str):
         return new if value == old else value
     if isinstance(value, list):
@@ -435,7 +451,7 @@ class FilePositions:
         except (IndexError, ValueError):
             self.cells.clear()
 
-    def position(self, cell: int, position: Position, cell_text: str) -> Optional[Position]:
+    def position(self, cell: int, position: Position, cell_text: str) -> Position | None:
         offsets = self.cells.get(cell)
         if offsets is None:
             return None
@@ -451,9 +467,9 @@ class FilePositions:
         index = starts[position.line] + char
         raw_offset = offsets[index] if index < len(offsets) else self.ends.get(cell, 0)
         line = bisect.bisect_right(self.line_starts, raw_offset) - 1
-        return Position(line, utf16_length(self.raw[self.line_starts[line]:raw_offset]))
+        return Position(line, utf16_length(self.raw[self.line_starts[line] : raw_offset]))
 
-    def range(self, cell: int, rng: Range, cell_text: str) -> Optional[Range]:
+    def range(self, cell: int, rng: Range, cell_text: str) -> Range | None:
         start = self.position(cell, rng.start, cell_text)
         end = self.position(cell, rng.end, cell_text)
         if start is None or end is None:
@@ -476,7 +492,7 @@ class _JsonPositions:
             i += 1
         return i
 
-    def value(self, i: int, path: tuple) -> int:
+    def value(self, i: int, path: tuple[str | int, ...]) -> int:
         i = self._skip(i)
         char = self.raw[i]
         if char == "{":
@@ -520,10 +536,10 @@ class _JsonPositions:
             raise ValueError("unexpected character")
         return match.end()
 
-    def string(self, i: int, cell: Optional[int]) -> tuple[str, int]:
+    def string(self, i: int, cell: int | None) -> tuple[str, int]:
         """The decoded string starting at the quote at `i`, and the offset after it."""
         offsets = self.into.cells.setdefault(cell, []) if cell is not None else None
-        out = []
+        out: list[str] = []
         i += 1
         while True:
             char = self.raw[i]
@@ -533,10 +549,10 @@ class _JsonPositions:
             if char == "\\":
                 code = self.raw[i + 1]
                 if code == "u":
-                    value = int(self.raw[i + 2:i + 6], 16)
+                    value = int(self.raw[i + 2 : i + 6], 16)
                     i += 6
                     if 0xD800 <= value < 0xDC00 and self.raw.startswith("\\u", i):
-                        low = int(self.raw[i + 2:i + 6], 16)
+                        low = int(self.raw[i + 2 : i + 6], 16)
                         if 0xDC00 <= low < 0xE000:
                             value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
                             i += 6
@@ -555,7 +571,9 @@ class _JsonPositions:
 # -- findings in cells ------------------------------------------------------------------
 
 
-def place_in_cells(findings: list, path: str, module: VirtualModule, positions: Optional[FilePositions]) -> list:
+def place_in_cells(
+    findings: list[Finding], path: str, module: VirtualModule, positions: FilePositions | None
+) -> list[Finding]:
     """The notebook's findings with ranges (and fix edits) in cell coordinates:
     `data["notebook"] = {"cell", "file_range"}`, `data["source_text"]` what the finding
     covers (baselines fingerprint it). Fixes whose edits span cells are dropped."""
@@ -564,7 +582,7 @@ def place_in_cells(findings: list, path: str, module: VirtualModule, positions: 
 
     path = os.path.abspath(path)
     source = SourceText(module.text, path)
-    out = []
+    out: list[Finding] = []
     for finding in findings:
         if os.path.abspath(finding.abs_path or finding.path) != path or "notebook" in finding.data:
             out.append(finding)
@@ -583,8 +601,8 @@ def place_in_cells(findings: list, path: str, module: VirtualModule, positions: 
     return out
 
 
-def _fix_in_cells(fix: dict, module: VirtualModule) -> Optional[dict]:
-    edits = []
+def _fix_in_cells(fix: Fix, module: VirtualModule) -> Fix | None:
+    edits: list[FixEdit] = []
     for edit in fix.get("edits") or []:
         if "path" in edit:
             edits.append(edit)  # another file (pyproject.toml): unchanged
@@ -594,40 +612,61 @@ def _fix_in_cells(fix: dict, module: VirtualModule) -> Optional[dict]:
         if start is None or end is None or start[0] != end[0]:
             return None
         edits.append({"cell": start[0], "range": Range(start[1], end[1]).as_json(), "newText": edit["newText"]})
-    return dict(fix, edits=edits)
+    placed = fix.copy()
+    placed["edits"] = edits
+    return placed
 
 
-def problem_findings(problems: list, path: str, display: str, positions: Optional[FilePositions],
-                     texts: dict) -> list:
+def problem_findings(
+    problems: list[CellProblem], path: str, display: str, positions: FilePositions | None, texts: dict[int, str]
+) -> list[Finding]:
     """ATL001 for each code cell Python cannot parse."""
     from . import findings as codes
     from .findings import Finding
 
-    out = []
+    out: list[Finding] = []
     for problem in problems:
         file_range = positions.range(problem.cell, problem.range, texts.get(problem.cell, "")) if positions else None
-        out.append(Finding(display, problem.range, "error", codes.SYNTAX_ERROR, problem.message,
-                           abs_path=os.path.abspath(path),
-                           data={"notebook": {"cell": problem.cell,
-                                              "file_range": file_range.as_json() if file_range else None},
-                                 "source_text": _lines(texts.get(problem.cell, ""))[problem.range.start.line]
-                                 if problem.range.start.line < len(_lines(texts.get(problem.cell, ""))) else ""}))
+        out.append(
+            Finding(
+                display,
+                problem.range,
+                "error",
+                codes.SYNTAX_ERROR,
+                problem.message,
+                abs_path=os.path.abspath(path),
+                data={
+                    "notebook": {"cell": problem.cell, "file_range": file_range.as_json() if file_range else None},
+                    "source_text": _lines(texts.get(problem.cell, ""))[problem.range.start.line]
+                    if problem.range.start.line < len(_lines(texts.get(problem.cell, "")))
+                    else "",
+                },
+            )
+        )
     return out
 
 
-def cell_of(finding) -> Optional[int]:
+def cell_of(finding: Finding | None) -> int | None:
+    """The cell a finding placed by `place_in_cells` is in."""
     notebook = finding.data.get("notebook") if finding is not None else None
-    return notebook.get("cell") if notebook else None
+    return notebook["cell"] if notebook is not None else None
 
 
 # -- --fix on cells ------------------------------------------------------------------------
 
 
-def apply_cell_fixes(path: str, fixes: list, fingerprint_of) -> tuple[list, list]:
+AppliedCellFix = tuple["Finding", "Fix"]  # (finding, the fix applied)
+SkippedCellFix = tuple["Finding", str]  # (finding, why its fix was not applied)
+
+
+def apply_cell_fixes(
+    path: str, fixes: list[AppliedCellFix], fingerprint_of: Callable[[str], str]
+) -> tuple[list[AppliedCellFix], list[SkippedCellFix]]:
     """Apply fixes whose edits are in cell coordinates to the notebook file. `fixes` is
     [(finding, fix)]; returns (applied, skipped as (finding, reason)). The notebook is
     rewritten only when its module text is still the one analysed."""
-    from .fixes.edits import LineIndex, TextEdit, overlaps
+    from .fixes.edits import LineIndex, overlaps
+    from .fixes.edits import TextEdit as Edit
 
     try:
         raw = read_notebook_bytes(path)
@@ -637,51 +676,52 @@ def apply_cell_fixes(path: str, fixes: list, fingerprint_of) -> tuple[list, list
         return [], [(finding, f"cannot read the notebook: {error}") for finding, _ in fixes]
     current = fingerprint_of(build_module(cells).text)
     sources = {cell.index: cell.source for cell in cells}
-    taken: dict[int, list] = {}
-    applied, skipped = [], []
+    taken: dict[int, list[TextEdit]] = {}
+    applied: list[AppliedCellFix] = []
+    skipped: list[SkippedCellFix] = []
     for finding, fix in fixes:
         if finding.data.get("text_sha256") != current:
             skipped.append((finding, "the notebook changed since it was analysed"))
             continue
-        edits = []
+        edits: list[tuple[int, TextEdit]] | None = []
         for edit in fix["edits"]:
             cell = edit.get("cell")
-            if cell not in sources:
+            if not isinstance(cell, int) or cell not in sources or edits is None:
                 edits = None
                 break
-            edits.append((cell, TextEdit.from_json(edit, LineIndex(sources[cell]))))
+            edits.append((cell, Edit.from_json(edit, LineIndex(sources[cell]))))
         if edits is None:
             skipped.append((finding, "the fix edits no cell of this notebook"))
             continue
         if any(overlaps(new, old) and new != old for cell, new in edits for old in taken.get(cell, [])):
             skipped.append((finding, "overlaps another fix; applied on the next pass"))
             continue
-        for cell, edit in edits:
-            if edit not in taken.setdefault(cell, []):
-                taken[cell].append(edit)
+        for cell, cell_edit in edits:
+            if cell_edit not in taken.setdefault(cell, []):
+                taken[cell].append(cell_edit)
         applied.append((finding, fix))
     if not applied:
         return applied, skipped
     from .fixes.edits import apply_edits
 
-    for cell, edits in taken.items():
-        new_source = apply_edits(sources[cell], edits)
+    for cell, cell_edits in taken.items():
+        new_source = apply_edits(sources[cell], cell_edits)
         entry = document["cells"][cell]
         entry["source"] = _as_source_lines(new_source) if isinstance(entry.get("source"), list) else new_source
     _write_notebook(path, document, raw)
     return applied, skipped
 
 
-def _as_source_lines(text: str) -> list:
+def _as_source_lines(text: str) -> list[str]:
     return [m.group(0) for m in re.finditer(r"[^\n]*\n|[^\n]+$", text)]
 
 
-def _write_notebook(path: str, document: dict, raw: bytes) -> None:
+def _write_notebook(path: str, document: dict[str, Any], raw: bytes) -> None:
     """Write back as Jupyter does (one-space indent unless the file used another, no ASCII
     escaping, a final newline), atomically, keeping the file's permissions."""
     text = raw.decode("utf-8-sig")
     indent_match = re.match(r"\{\r?\n([ \t]+)\"", text)
-    indent = indent_match.group(1) if indent_match else (None if "\n" not in text.strip() else 1)
+    indent: str | int | None = indent_match.group(1) if indent_match else (None if "\n" not in text.strip() else 1)
     out = json.dumps(document, indent=indent, ensure_ascii=False)
     if text.endswith("\n"):
         out += "\n"
@@ -700,7 +740,7 @@ def _write_notebook(path: str, document: dict, raw: bytes) -> None:
         raise
 
 
-def saved_module_text(path: str) -> Optional[str]:
+def saved_module_text(path: str) -> str | None:
     """The module text of the notebook as saved on disk (None: unreadable or not a notebook)."""
     try:
         return build_module(read_notebook(path)).text

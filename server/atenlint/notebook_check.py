@@ -11,15 +11,26 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING
 
 from . import findings as codes
 from .config import ConfigError
 from .discover import NotRegularFile, read_regular_file
 from .findings import Finding
-from .notebook import (FilePositions, NotebookError, VirtualModule, build_module, cell_of, parse_notebook,
-                       place_in_cells, problem_findings)
+from .notebook import (
+    FilePositions,
+    NotebookError,
+    VirtualModule,
+    build_module,
+    cell_of,
+    parse_notebook,
+    place_in_cells,
+    problem_findings,
+)
 from .sourcetext import Position, Range
+
+if TYPE_CHECKING:
+    from .engine import Engine, FileCapture
 
 
 @dataclass
@@ -27,10 +38,12 @@ class NotebookContext:
     path: str  # absolute
     display: str
     module: VirtualModule
-    positions: Optional[FilePositions]  # None when the cells come from an editor, not the file
+    positions: FilePositions | None  # None when the cells come from an editor, not the file
 
 
-def capture_notebook(engine, path: str, display: str, execute: bool, contexts: dict):
+def capture_notebook(
+    engine: Engine, path: str, display: str, execute: bool, contexts: dict[str, NotebookContext]
+) -> FileCapture:
     """The FileCapture of a notebook's code cells; records its context in `contexts`."""
     from .engine import FileCapture
 
@@ -47,8 +60,9 @@ def capture_notebook(engine, path: str, display: str, execute: bool, contexts: d
         cells = parse_notebook(raw)
     except NotRegularFile as problem:
         if problem.too_large:
-            return _unreadable(empty, codes.TOO_LARGE, "information", f"this notebook is {problem.size / 1e6:.1f} "
-                               f"MB: not analysed")
+            return _unreadable(
+                empty, codes.TOO_LARGE, "information", f"this notebook is {problem.size / 1e6:.1f} MB: not analysed"
+            )
         return _unreadable(empty, codes.UNDECODABLE, "information", f"not analysed: {problem.message}")
     except OSError as error:
         return _unreadable(empty, codes.UNDECODABLE, "warning", f"cannot read this notebook: {error.strerror}")
@@ -62,15 +76,21 @@ def capture_notebook(engine, path: str, display: str, execute: bool, contexts: d
     return capture
 
 
-def capture_module(engine, path: str, display: str, module: VirtualModule, execute: bool,
-                   overlays: Optional[dict] = None):
+def capture_module(
+    engine: Engine,
+    path: str,
+    display: str,
+    module: VirtualModule,
+    execute: bool,
+    overlays: dict[str, str] | None = None,
+) -> FileCapture:
     """Capture a notebook's module text (from the file or an editor's cells)."""
     capture = engine.capture(path, text=module.text, overlays=overlays, display=display, execute=execute)
     capture.module_findings.extend(cell_problems(module, path, display))
     return capture
 
 
-def cell_problems(module: VirtualModule, path: str, display: str) -> list:
+def cell_problems(module: VirtualModule, path: str, display: str) -> list[Finding]:
     """ATL001 per cell that does not parse, at module positions (placed in cells later)."""
     out = []
     for finding in problem_findings(module.problems, path, display, None, module.cell_texts):
@@ -82,21 +102,28 @@ def cell_problems(module: VirtualModule, path: str, display: str) -> list:
     return out
 
 
-def _unreadable(capture, code: str, severity: str, message: str):
-    capture.module_findings.append(Finding(capture.display, Range(Position(0, 0), Position(0, 0)), severity, code,
-                                           message, abs_path=capture.path,
-                                           data={"notebook": {"cell": 0, "file_range": None}, "source_text": ""}))
+def _unreadable(capture: FileCapture, code: str, severity: str, message: str) -> FileCapture:
+    capture.module_findings.append(
+        Finding(
+            capture.display,
+            Range(Position(0, 0), Position(0, 0)),
+            severity,
+            code,
+            message,
+            abs_path=capture.path,
+            data={"notebook": {"cell": 0, "file_range": None}, "source_text": ""},
+        )
+    )
     return capture
 
 
-def place_findings(found: list, contexts: dict) -> list:
+def place_findings(found: list[Finding], contexts: dict[str, NotebookContext]) -> list[Finding]:
     """Every notebook's findings in cell coordinates, sorted by cell, then position."""
     for path, context in contexts.items():
         found = place_in_cells(found, path, context.module, context.positions)
     return sorted(found, key=sort_key)
 
 
-def sort_key(finding: Finding) -> tuple:
+def sort_key(finding: Finding) -> tuple[str | int, ...]:
     cell = cell_of(finding)
     return (finding.path, -1 if cell is None else cell) + finding.sort_key()[1:]
-

@@ -2,35 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, TypedDict
 
 from . import __version__
-from .engine import Report
+from .engine import CallSite, Report
+from .findings import Finding
 from .notebook import cell_of
 
 
-def statistics(findings: list) -> list[dict]:
+class StatisticsRow(TypedDict):
+    """One line of `--statistics` (JSON "statistics", SARIF run properties)."""
+
+    code: str
+    op: str | None
+    target: str | None
+    count: int
+
+
+def statistics(findings: list[Finding]) -> list[StatisticsRow]:
     """Counts per code and operator (a finding with several operators counts for each),
     most frequent first: `--statistics`."""
-    counts: dict[tuple, int] = {}
+    counts: dict[tuple[str, str | None, str | None], int] = {}
     for finding in findings:
-        for op in finding.ops or [None]:
+        ops: list[str | None] = list(finding.ops) or [None]
+        for op in ops:
             key = (finding.code, op, finding.target)
             counts[key] = counts.get(key, 0) + 1
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0][0], item[0][1] or "", item[0][2] or ""))
     return [{"code": code, "op": op, "target": target, "count": count} for (code, op, target), count in ordered]
 
 
-def statistics_lines(rows: list[dict]) -> list[str]:
+def statistics_lines(rows: list[StatisticsRow]) -> list[str]:
     if not rows:
         return ["atenlint: statistics: no findings"]
     width = max(len(str(row["count"])) for row in rows)
     code_width = max(len(row["code"]) for row in rows)
-    return [f"{row['count']:>{width}}  {row['code']:<{code_width}}  {row['op'] or '-'}"
-            + (f"  [{row['target']}]" if row["target"] else "") for row in rows]
+    return [
+        f"{row['count']:>{width}}  {row['code']:<{code_width}}  {row['op'] or '-'}"
+        + (f"  [{row['target']}]" if row["target"] else "")
+        for row in rows
+    ]
 
 
-def report_json(report: Report) -> dict:
+def report_json(report: Report) -> dict[str, Any]:
     return {
         "atenlint": __version__,
         "torch": report.torch_version,
@@ -41,21 +55,33 @@ def report_json(report: Report) -> dict:
     }
 
 
-def classes_json(report: Report) -> dict:
+def classes_json(report: Report) -> dict[str, Any]:
     """How many module classes each capture path analysed, and how many none did."""
     by_capture = report.by_capture or {}
-    return {"total": report.classes, "trace": by_capture.get("trace", 0), "script": by_capture.get("script", 0),
-            "static": by_capture.get("static", 0), "not_analysed": by_capture.get("none", 0),
-            "built": dict(report.built or {})}
+    return {
+        "total": report.classes,
+        "trace": by_capture.get("trace", 0),
+        "script": by_capture.get("script", 0),
+        "static": by_capture.get("static", 0),
+        "not_analysed": by_capture.get("none", 0),
+        "built": dict(report.built or {}),
+    }
 
 
 def classes_summary(report: Report) -> str:
     """`12 module classes: 3 traced, 5 scripted, 4 from source only`."""
     by_capture = report.by_capture or {}
     total = sum(by_capture.values()) or report.classes
-    parts = [f"{by_capture[key]} {word}" for key, word in
-             (("trace", "traced"), ("script", "scripted"), ("static", "from source only"), ("none", "not analysed"))
-             if by_capture.get(key)]
+    parts = [
+        f"{by_capture[key]} {word}"
+        for key, word in (
+            ("trace", "traced"),
+            ("script", "scripted"),
+            ("static", "from source only"),
+            ("none", "not analysed"),
+        )
+        if by_capture.get(key)
+    ]
     cpu = sum(n for path, n in (report.built or {}).items() if path.startswith("cpu"))
     if cpu:
         parts.append(f"{cpu} built on the CPU")
@@ -63,7 +89,7 @@ def classes_summary(report: Report) -> str:
     return f"{noun}: {', '.join(parts)}" if parts else noun
 
 
-def finding_json(finding) -> dict:
+def finding_json(finding: Finding) -> dict[str, Any]:
     """The contract's diagnostic; in a notebook, `cell` (index among all cells) and `range` in that cell."""
     out = finding.as_json()
     cell = cell_of(finding)
@@ -72,7 +98,7 @@ def finding_json(finding) -> dict:
     return out
 
 
-def location_text(finding) -> str:
+def location_text(finding: Finding) -> str:
     """`path:line:col`, or `nb.ipynb:cell 3:2:5` in a notebook (cells counted from 1, all kinds)."""
     start = finding.range.start
     cell = cell_of(finding)
@@ -80,7 +106,7 @@ def location_text(finding) -> str:
     return f"{where}:{start.line + 1}:{start.character + 1}"
 
 
-def report_text(report: Report, statistics: Optional[list] = None, baselined: int = 0) -> str:
+def report_text(report: Report, statistics: list[StatisticsRow] | None = None, baselined: int = 0) -> str:
     lines = []
     for finding in report.findings:
         target = finding.target or "atenlint"
@@ -90,52 +116,56 @@ def report_text(report: Report, statistics: Optional[list] = None, baselined: in
     if statistics:
         lines.extend(statistics_lines(statistics))
     if baselined:
-        lines.append(f"atenlint: {baselined} finding{'s' if baselined != 1 else ''} accepted by the baseline "
-                     f"{'are' if baselined != 1 else 'is'} not shown")
+        lines.append(
+            f"atenlint: {baselined} finding{'s' if baselined != 1 else ''} accepted by the baseline "
+            f"{'are' if baselined != 1 else 'is'} not shown"
+        )
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
 
 
 def summary_line(report: Report) -> str:
     counts = report.counts()
-    parts = [f"{counts[k]} {name}{'s' if counts[k] != 1 else ''}" for k, name in
-             (("error", "error"), ("warning", "warning"), ("information", "note"), ("hint", "hint")) if counts[k]]
+    parts = [
+        f"{counts[k]} {name}{'s' if counts[k] != 1 else ''}"
+        for k, name in (("error", "error"), ("warning", "warning"), ("information", "note"), ("hint", "hint"))
+        if counts[k]
+    ]
     summary = ", ".join(parts) if parts else "no problems"
-    return (f"atenlint: {summary} in {report.files} file{'s' if report.files != 1 else ''} "
-            f"({classes_summary(report)}) for "
-            f"{', '.join(report.targets) or 'mps'} on torch {report.torch_version} [{report.seconds:.1f}s]")
+    return (
+        f"atenlint: {summary} in {report.files} file{'s' if report.files != 1 else ''} "
+        f"({classes_summary(report)}) for "
+        f"{', '.join(report.targets) or 'mps'} on torch {report.torch_version} [{report.seconds:.1f}s]"
+    )
 
 
-def report_markdown_for(path: str, call_sites: list, findings: list, torch_version: str) -> str:
+def report_markdown_for(path: str, call_sites: list[CallSite], findings: list[Finding], torch_version: str) -> str:
     """One file's op report as Markdown: per call, the overloads and each target's verdict,
     then the suggestions (fixes) — the "model structure" view of a single file."""
     import os
+
+    from .report_markdown import section, verdict_table
 
     lines = [f"# atenlint report: `{os.path.basename(path)}`", "", f"torch {torch_version}", ""]
     if not call_sites:
         lines.append("No operator calls were captured in this file.")
     targets = sorted({t for site in call_sites for t in site.verdicts})
     if call_sites:
-        lines.append("| line | call | operators | " + " | ".join(targets) + " |")
-        lines.append("|---|---|---|" + "---|" * len(targets))
-        for site in sorted(call_sites, key=lambda s: (s.range.start.line, s.range.start.character)):
-            cells = []
-            for target in targets:
-                verdict = site.verdicts.get(target)
-                if verdict is None or verdict["status"] == "supported":
-                    cells.append("supported")
-                else:
-                    word = "may fall back" if verdict["status"] == "conditional" else "unsupported"
-                    cells.append(f"{word}: {', '.join(verdict['ops'])}")
-            ops = ", ".join(f"`{op}`" for op in site.ops)
-            lines.append(f"| {site.range.start.line + 1} | `{site.call}` | {ops} | " + " | ".join(cells) + " |")
-    suggestions = [(f, fix) for f in findings for fix in f.fixes]
-    if suggestions:
-        lines += ["", "## Suggestions", ""]
-        for finding, fix in suggestions:
-            lines.append(f"- line {finding.range.start.line + 1}, `{finding.call}`: {fix.get('title', '')}")
-    module_level = [f for f in findings if not f.target]
-    if module_level:
-        lines += ["", "## Not analysed", ""]
-        lines += [f"- line {f.range.start.line + 1}: {f.message}" for f in module_level]
+        ordered = sorted(call_sites, key=lambda s: (s.range.start.line, s.range.start.character))
+        lines += verdict_table(
+            ["line", "call", "operators"],
+            targets,
+            [
+                (
+                    [str(site.range.start.line + 1), f"`{site.call}`", ", ".join(f"`{op}`" for op in site.ops)],
+                    site.verdicts,
+                )
+                for site in ordered
+            ],
+        )
+    lines += section(
+        "Suggestions",
+        [f"line {f.range.start.line + 1}, `{f.call}`: {fix.get('title', '')}" for f in findings for fix in f.fixes],
+    )
+    lines += section("Not analysed", [f"line {f.range.start.line + 1}: {f.message}" for f in findings if not f.target])
     return "\n".join(lines) + "\n"

@@ -12,7 +12,28 @@ import re
 import tokenize
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Optional
+from typing import Protocol, TypedDict
+
+
+class SpannedNode(Protocol):
+    """An `ast` node with a source span (expressions, statements, keywords, arguments)."""
+
+    lineno: int
+    col_offset: int  # UTF-8 bytes
+    end_lineno: int | None
+    end_col_offset: int | None
+
+
+class JsonPosition(TypedDict):
+    line: int
+    character: int
+
+
+class JsonRange(TypedDict):
+    """A `Range` as JSON (LSP's shape)."""
+
+    start: JsonPosition
+    end: JsonPosition
 
 
 @dataclass(frozen=True)
@@ -20,7 +41,7 @@ class Position:
     line: int  # 0-based
     character: int  # UTF-16 code units
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JsonPosition:
         return {"line": self.line, "character": self.character}
 
 
@@ -29,11 +50,11 @@ class Range:
     start: Position
     end: Position
 
-    def as_json(self) -> dict:
+    def as_json(self) -> JsonRange:
         return {"start": self.start.as_json(), "end": self.end.as_json()}
 
     @staticmethod
-    def from_json(data: dict) -> "Range":
+    def from_json(data: JsonRange) -> Range:
         return Range(Position(**data["start"]), Position(**data["end"]))
 
 
@@ -60,17 +81,23 @@ def decode_source(data: bytes) -> str:
         line = data.count(b"\n", 0, error.start)
         raise DecodeError(
             f"the file is not valid {encoding.upper()}: byte 0x{data[error.start]:02x} on line {line + 1} "
-            f"cannot be decoded; save it as UTF-8 or declare its encoding (PEP 263)", line) from None
+            f"cannot be decoded; save it as UTF-8 or declare its encoding (PEP 263)",
+            line,
+        ) from None
     except (LookupError, UnicodeError, ValueError, TypeError) as error:
         # `# coding: rot13`, `base64`, ...: codecs that exist but do not turn bytes into
         # source text; Python refuses to import such a file too.
-        raise DecodeError(f"the declared encoding `{encoding}` cannot decode Python source "
-                          f"({type(error).__name__}: {error}); declare a text encoding such as utf-8",
-                          _declaration_line(data)) from None
+        raise DecodeError(
+            f"the declared encoding `{encoding}` cannot decode Python source "
+            f"({type(error).__name__}: {error}); declare a text encoding such as utf-8",
+            _declaration_line(data),
+        ) from None
     if not isinstance(text, str):
-        raise DecodeError(f"the declared encoding `{encoding}` does not produce text; declare a text encoding "
-                          f"such as utf-8", _declaration_line(data))
-    return text[1:] if text.startswith("\ufeff") else text
+        raise DecodeError(
+            f"the declared encoding `{encoding}` does not produce text; declare a text encoding such as utf-8",
+            _declaration_line(data),
+        )
+    return text.removeprefix("\ufeff")
 
 
 def _declaration_line(data: bytes) -> int:
@@ -90,7 +117,7 @@ class SourceText:
         self.lines = python_lines(text) or [""]
 
     @cached_property
-    def tree(self) -> Optional[ast.Module]:
+    def tree(self) -> ast.Module | None:
         try:
             return ast.parse(self.text, filename=self.path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -99,7 +126,7 @@ class SourceText:
             return None
 
     @cached_property
-    def parse_problem(self) -> Optional[tuple[str, int, int]]:
+    def parse_problem(self) -> tuple[str, int, int] | None:
         """Why the file does not parse: (message, 0-based line, 0-based column), or None."""
         try:
             ast.parse(self.text, filename=self.path)
@@ -117,20 +144,13 @@ class SourceText:
         return ""
 
     def utf16_from_byte(self, line0: int, byte_col: int) -> int:
-        prefix = self.line_text(line0).encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
-        return utf16_length(prefix)
+        return convert_column(self.line_text(line0), byte_col, UTF8, UTF16)
 
     def utf16_from_char(self, line0: int, char_col: int) -> int:
-        return utf16_length(self.line_text(line0)[:char_col])
+        return convert_column(self.line_text(line0), char_col, UTF32, UTF16)
 
     def char_from_utf16(self, line0: int, units: int) -> int:
-        text = self.line_text(line0)
-        count = 0
-        for index, char in enumerate(text):
-            if count >= units:
-                return index
-            count += 2 if ord(char) > 0xFFFF else 1
-        return len(text)
+        return convert_column(self.line_text(line0), units, UTF16, UTF32)
 
     def offset(self, position: Position) -> int:
         """String index of an LSP position."""
@@ -138,10 +158,12 @@ class SourceText:
         base = sum(len(ln) for ln in self.lines[:line])
         return base + self.char_from_utf16(line, position.character)
 
-    def node_range(self, node: ast.AST) -> Range:
+    def node_range(self, node: SpannedNode) -> Range:
+        end_line = node.end_lineno if node.end_lineno is not None else node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         return Range(
             Position(node.lineno - 1, self.utf16_from_byte(node.lineno - 1, node.col_offset)),
-            Position(node.end_lineno - 1, self.utf16_from_byte(node.end_lineno - 1, node.end_col_offset)),
+            Position(end_line - 1, self.utf16_from_byte(end_line - 1, end_col)),
         )
 
     def line_range(self, line0: int) -> Range:
@@ -161,7 +183,7 @@ def python_lines(text: str) -> list[str]:
     also breaks at form feeds and other separators, which would shift every later range)."""
     lines, start = [], 0
     for match in _LINE_BREAK.finditer(text):
-        lines.append(text[start:match.end()])
+        lines.append(text[start : match.end()])
         start = match.end()
     if start < len(text):
         lines.append(text[start:])
@@ -170,3 +192,45 @@ def python_lines(text: str) -> list[str]:
 
 def utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
+
+
+# Column units: LSP's position encodings. Python's ast counts UTF-8 bytes, str indices
+# count code points (LSP's "utf-32"), and LSP's default is UTF-16 code units.
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+ENCODINGS = (UTF8, UTF16, UTF32)
+
+
+def prefix_at(line: str, column: int, unit: str) -> str:
+    """The text of `line` before `column` counted in `unit`: a UTF-8 column inside a
+    character ends before it, a UTF-16 one inside a surrogate pair after it (as editors
+    place the caret); past the end, the whole line."""
+    if unit == UTF32:
+        return line[: max(column, 0)]
+    if unit == UTF8:
+        return line.encode("utf-8")[: max(column, 0)].decode("utf-8", errors="ignore")
+    if unit != UTF16:
+        raise ValueError(f"unknown column unit {unit!r}")
+    count = 0
+    for index, char in enumerate(line):
+        if count >= column:
+            return line[:index]
+        count += 2 if ord(char) > 0xFFFF else 1
+    return line
+
+
+def column_length(text: str, unit: str) -> int:
+    """How long `text` is in `unit`."""
+    if unit == UTF32:
+        return len(text)
+    if unit == UTF8:
+        return len(text.encode("utf-8"))
+    if unit != UTF16:
+        raise ValueError(f"unknown column unit {unit!r}")
+    return utf16_length(text)
+
+
+def convert_column(line: str, column: int, from_unit: str, to_unit: str) -> int:
+    """The same place on `line`, counted in another unit: the one column converter."""
+    if from_unit == to_unit:
+        return column
+    return column_length(prefix_at(line, column, from_unit), to_unit)

@@ -17,7 +17,10 @@ def _check(engine, tmp_path, source, targets, name):
 
 
 def test_a_torchscript_class_attribute_is_not_walked_as_a_module(engine, tmp_path):
-    report = _check(engine, tmp_path, '''
+    report = _check(
+        engine,
+        tmp_path,
+        """
         import torch
         import torch.nn as nn
 
@@ -38,14 +41,20 @@ def test_a_torchscript_class_attribute_is_not_walked_as_a_module(engine, tmp_pat
 
             def forward(self, x):
                 return torch.take(self.coder.encode(x), torch.tensor([0]))
-    ''', ("mps",), "script_class_case.py")
+    """,
+        ("mps",),
+        "script_class_case.py",
+    )
     codes = [f.code for f in report.findings]
     assert "ATL099" not in codes and "ATL006" not in codes, [f.message for f in report.findings]
     assert "MPS001" in codes  # the class was analysed: torch.take is still found
 
 
 def test_a_cpu_tensor_made_in_forward_does_not_crash_the_worker(engine, tmp_path):
-    report = _check(engine, tmp_path, '''
+    report = _check(
+        engine,
+        tmp_path,
+        """
         import torch
         import torch.nn as nn
 
@@ -55,7 +64,10 @@ def test_a_cpu_tensor_made_in_forward_does_not_crash_the_worker(engine, tmp_path
             def forward(self, x):
                 coords = torch.arange(3, device="cpu").float()
                 return torch.take(x, torch.tensor([0])) + coords.sum()
-    ''', ("mps", "onnx:17"), "cpu_tensor_case.py")
+    """,
+        ("mps", "onnx:17"),
+        "cpu_tensor_case.py",
+    )
     codes = [f.code for f in report.findings]
     assert "ATL006" not in codes and "ATL099" not in codes, [f.message for f in report.findings]
     assert "MPS001" in codes

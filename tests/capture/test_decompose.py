@@ -25,10 +25,25 @@ def test_arguments_choose_the_decomposition():
 
 
 def test_explicit_composites_are_expanded_but_device_dispatch_is_not():
-    assert ops(tree("aten::logspace", start=0.0, end=1.0, steps=5, base=10.0, dtype=None, layout=None,
-                    device=None, pin_memory=None))[-1] == "aten::logspace.out"
-    conv = ops(tree("aten::conv2d", input=..., weight=..., bias=..., stride=[1, 1], padding=[0, 0],
-                    dilation=[1, 1], groups=1))
+    assert (
+        ops(
+            tree(
+                "aten::logspace",
+                start=0.0,
+                end=1.0,
+                steps=5,
+                base=10.0,
+                dtype=None,
+                layout=None,
+                device=None,
+                pin_memory=None,
+            )
+        )[-1]
+        == "aten::logspace.out"
+    )
+    conv = ops(
+        tree("aten::conv2d", input=..., weight=..., bias=..., stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1)
+    )
     assert conv == ["aten::conv2d", "aten::convolution", "aten::_convolution"]
 
 

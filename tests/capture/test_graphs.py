@@ -14,9 +14,10 @@ from atenlint.config import SettingsResolver
 
 needs_exporters = pytest.mark.skipif(
     importlib.util.find_spec("onnxscript") is None or importlib.util.find_spec("executorch") is None,
-    reason="needs the exporters extra (onnxscript, executorch)")
+    reason="needs the exporters extra (onnxscript, executorch)",
+)
 
-COMMON_LAYERS = '''
+COMMON_LAYERS = """
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -40,9 +41,9 @@ COMMON_LAYERS = '''
             first, second = e.chunk(2, -1)
             up = F.interpolate(first.unsqueeze(1), scale_factor=2.0, mode="bilinear")
             return d, second, up
-'''
+"""
 
-FAILING = '''
+FAILING = """
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -60,7 +61,7 @@ FAILING = '''
             s = F.scaled_dot_product_attention(z, z, z)
             mask = (s > 0) & (z > 0)
             return d, mask
-'''
+"""
 
 
 def _check(engine, tmp_path, source, targets, exporter="torchscript", name="case.py"):
@@ -94,13 +95,14 @@ def test_real_failures_are_named_as_the_toolchain_names_them(engine, tmp_path):
     assert ("onnx:13", 15, "F.scaled_dot_product_attention", ("aten::scaled_dot_product_attention",)) in found
     assert not any(t == "onnx:17" and call == "F.scaled_dot_product_attention" for t, _, call, _ in found)
     assert not any(call == "operator &" for _, _, call, _ in found)
-    assert not any(op in ("aten::_safe_softmax", "aten::bitwise_and", "aten::_unsafe_view")
-                   for *_, ops in found for op in ops)
+    assert not any(
+        op in ("aten::_safe_softmax", "aten::bitwise_and", "aten::_unsafe_view") for *_, ops in found for op in ops
+    )
 
 
 @needs_exporters
 def test_a_device_backend_keeps_the_dispatcher_view(engine, tmp_path):
-    source = '''
+    source = """
         import torch
         import torch.nn as nn
 
@@ -113,7 +115,7 @@ def test_a_device_backend_keeps_the_dispatcher_view(engine, tmp_path):
 
             def forward(self, x):
                 return self.pool(x)
-    '''
+    """
     found = _check(engine, tmp_path, source, ("mps", "onnx:17", "coreml"))
     by_target = {f.target: f for f in found}
     assert by_target["mps"].ops == ["aten::_adaptive_avg_pool3d"]  # what the dispatcher runs
@@ -125,7 +127,7 @@ def test_a_device_backend_keeps_the_dispatcher_view(engine, tmp_path):
 
 @needs_exporters
 def test_executorch_sees_exports_own_decomposition(engine, tmp_path):
-    source = '''
+    source = """
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
@@ -137,7 +139,7 @@ def test_executorch_sees_exports_own_decomposition(engine, tmp_path):
                 keep = F.interpolate(x, scale_factor=2.0, mode="bilinear")
                 attn = F.scaled_dot_product_attention(x, x, x, dropout_p=0.0)
                 return keep, attn
-    '''
+    """
     found = _check(engine, tmp_path, source, ("executorch",))
     # upsample_bilinear2d.vec is core ATen and kept; SDPA in eval never reaches bernoulli_.
     assert found == [], [f.message for f in found]
@@ -145,7 +147,7 @@ def test_executorch_sees_exports_own_decomposition(engine, tmp_path):
 
 @needs_exporters
 def test_a_library_op_is_judged_from_its_own_registrations(engine, tmp_path):
-    source = '''
+    source = """
         import torch
         import torch.nn as nn
 
@@ -159,7 +161,7 @@ def test_a_library_op_is_judged_from_its_own_registrations(engine, tmp_path):
         class Custom(nn.Module):
             def forward(self, x):
                 return torch.ops.atenlint_probe.scale(x) + 1
-    '''
+    """
     found = _check(engine, tmp_path, source, ("onnx:17", "executorch"), name="custom_op_case.py")
     by_target = {f.target: f for f in found}
     assert by_target["onnx:17"].code == "ONNX001" and by_target["onnx:17"].ops == ["atenlint_probe::scale"]
@@ -169,7 +171,7 @@ def test_a_library_op_is_judged_from_its_own_registrations(engine, tmp_path):
 
 @needs_exporters
 def test_a_traced_class_still_gets_a_torchscript_verdict(engine, tmp_path):
-    source = '''
+    source = """
         import torch
         import torch.nn as nn
 
@@ -179,7 +181,7 @@ def test_a_traced_class_still_gets_a_torchscript_verdict(engine, tmp_path):
             def forward(self, x):
                 parts = {name: x * i for i, name in enumerate(["a", "b"])}
                 return sum(parts.values())
-    '''
+    """
     found = _check(engine, tmp_path, source, ("torchscript", "onnx:17"))
     assert [f.code for f in found if f.target == "torchscript"] == ["TS001"]
     assert not [f for f in found if f.target == "onnx:17"]
@@ -187,7 +189,7 @@ def test_a_traced_class_still_gets_a_torchscript_verdict(engine, tmp_path):
 
 @needs_exporters
 def test_a_training_only_failure_keeps_the_eval_capture(engine, tmp_path):
-    source = '''
+    source = """
         import torch
         import torch.nn as nn
 
@@ -200,7 +202,7 @@ def test_a_training_only_failure_keeps_the_eval_capture(engine, tmp_path):
 
             def forward(self, x):
                 return torch.diff(self.bn(x), dim=-1)
-    '''
+    """
     found = _check(engine, tmp_path, source, ("onnx:17",))
     assert [(f.call, f.ops) for f in found] == [("torch.diff", ["aten::diff"])]
 
@@ -228,3 +230,114 @@ def test_the_module_gets_its_meta_tensors_back_after_a_jit_capture():
     ops = jit_graph_ops(model, (torch.empty(1, 3, 8, 8, device="meta"),), {}, ("jit", "onnx-jit"))
     assert {"aten::_convolution", "aten::batch_norm"} <= {op.op for op in ops}
     assert all(t.device.type == "meta" for t in list(model.parameters()) + list(model.buffers()))
+
+
+def test_a_data_dependent_guard_is_marked_as_the_exporters_own_failure(tmp_path):
+    """torch.export traces with fake tensors whatever it is given, so a guard on a tensor's
+    value fails for the real export exactly as for ours: the failure says so (and where);
+    a graph that export can capture is not marked."""
+    import torch
+
+    from atenlint.capture.graphs import GraphFailure, export_graph_ops
+
+    path = tmp_path / "guards_case.py"
+    path.write_text(
+        textwrap.dedent("""
+        import torch
+
+
+        class Guard(torch.nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    return x * 2
+                return x
+
+
+        class Fine(torch.nn.Module):
+            def forward(self, x):
+                return x.nonzero()
+    """).lstrip()
+    )
+    spec = importlib.util.spec_from_file_location("guards_case", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(GraphFailure) as failed:
+        export_graph_ops(module.Guard(), (torch.randn(4),), {}, ("export",))
+    assert failed.value.toolchain_fails
+    assert failed.value.as_json()["site"]["line"] == 6
+    assert failed.value.as_json()["toolchain_fails"] is True
+    ops = export_graph_ops(module.Fine(), (torch.randn(4),), {}, ("export",))
+    assert "aten::nonzero" in {op.op for op in ops}
+
+
+def test_export_views_of_a_scripted_class_never_take_the_attention_fast_path(tmp_path):
+    """Without inputs the scripted graph holds both branches of MultiheadAttention; the
+    native fast path is a branch torch.export never takes, so only the jit and dispatch
+    views keep it."""
+    from atenlint.capture.file_capture import capture_file
+
+    path = tmp_path / "fast_path_case.py"
+    path.write_text(
+        textwrap.dedent("""
+        import torch.nn as nn
+
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(16, 4, batch_first=True)
+
+            def forward(self, x):
+                return self.attn(x, x, x, need_weights=False)[0]
+    """).lstrip()
+    )
+    answer = capture_file(
+        {
+            "path": str(path),
+            "module": "fast_path_case",
+            "roots": [str(tmp_path)],
+            "overlays": {},
+            "classes": {"Attention": {}},
+            "devices": ["cpu"],
+            "views": ["dispatch", "jit", "export", "executorch-export", "onnx-export"],
+        }
+    )
+    (cls,) = answer["classes"]
+    fast = [e for e in cls["ops"] if e["op"] == "aten::_native_multi_head_attention"]
+    assert fast, [e["op"] for e in cls["ops"]]
+    for entry in fast:
+        assert set(entry["trees"]) == {"dispatch", "jit"}
+    assert any("executorch-export" in e["trees"] for e in cls["ops"])
+
+
+def test_one_trace_serves_both_jit_views_and_chunk_is_canonicalised(monkeypatch):
+    """coremltools' and the TorchScript ONNX exporter's graphs come from one trace; both
+    run the fuser canonicalisation that the exporter's `_optimize_graph` runs before its
+    ONNX passes, so an unpacked `chunk` is `prim::ConstantChunk` (exported at opset 9)."""
+    import torch
+
+    from atenlint.capture.graphs import jit_graph_ops
+
+    class Gate(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            a, b = self.lin(x).chunk(2, -1)
+            return a * b.sigmoid()
+
+    traces = []
+    original = torch.jit._get_trace_graph
+
+    def counting(*args, **kwargs):
+        traces.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch.jit, "_get_trace_graph", counting)
+    found = jit_graph_ops(Gate(), (torch.randn(2, 8),), {}, ("jit", "onnx-jit"))
+    assert len(traces) == 1
+    for view in ("jit", "onnx-jit"):
+        ops = {op.op for op in found if op.view == view}
+        assert {"aten::linear", "aten::sigmoid", "aten::mul"} <= ops, (view, ops)
+        assert "aten::chunk" not in ops, (view, ops)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from support import load_module
-
 from atenlint.capture.script import ScriptFailure, script, script_ops
+from support import load_module
 
 
 def load(tmp_path, source, name="scripted_case"):
@@ -30,21 +29,26 @@ def user_ops(captured, phase=None):
 
 
 def test_untaken_interpolate_branches_vanish(tmp_path):
-    module = load(tmp_path, """
+    module = load(
+        tmp_path,
+        """
         import torch.nn as nn
         import torch.nn.functional as F
 
         class Net(nn.Module):
             def forward(self, x):
                 return F.interpolate(x, scale_factor=2.0, mode="bilinear")
-    """)
+    """,
+    )
     names = {op.op for op in capture(module).ops}
     assert "aten::upsample_bilinear2d.vec" in names
     assert not {n for n in names if "bicubic" in n or "trilinear" in n or "nearest" in n or "adaptive" in n}
 
 
 def test_training_branches_are_tagged(tmp_path):
-    module = load(tmp_path, """
+    module = load(
+        tmp_path,
+        """
         import torch
         import torch.nn as nn
 
@@ -53,14 +57,17 @@ def test_training_branches_are_tagged(tmp_path):
                 if self.training:
                     x = torch.poisson(x)
                 return x
-    """)
+    """,
+    )
     captured = capture(module)
     assert ("aten::poisson", 7) in user_ops(captured, "train")
     assert ("aten::poisson", 7) not in user_ops(captured, "eval")
 
 
 def test_device_checks_are_decided_for_the_target_device(tmp_path):
-    module = load(tmp_path, """
+    module = load(
+        tmp_path,
+        """
         import torch
         import torch.nn as nn
 
@@ -71,7 +78,8 @@ def test_device_checks_are_decided_for_the_target_device(tmp_path):
                 if x.device.type == "mps":
                     return torch.mode(x).values
                 return x
-    """)
+    """,
+    )
     mps = {op.op for op in capture(module, devices=("mps",)).ops}
     cuda = {op.op for op in capture(module, devices=("cuda",)).ops}
     assert "aten::mode" in mps and "aten::poisson" not in mps
@@ -79,7 +87,9 @@ def test_device_checks_are_decided_for_the_target_device(tmp_path):
 
 
 def test_embedding_renorm_dropped_by_the_compiler_is_recovered(tmp_path):
-    module = load(tmp_path, """
+    module = load(
+        tmp_path,
+        """
         import torch.nn as nn
 
         class Net(nn.Module):
@@ -90,28 +100,37 @@ def test_embedding_renorm_dropped_by_the_compiler_is_recovered(tmp_path):
 
             def forward(self, i):
                 return self.a(i) + self.b(i)
-    """)
+    """,
+    )
     renorms = [op for op in capture(module).ops if op.op == "aten::embedding_renorm_"]
     assert renorms and {op.sites[0].line for op in renorms} == {10}
     assert {op.sites[0].col for op in renorms} == {15}
 
 
 def test_library_branches_decided_at_run_time_are_conditional(tmp_path):
-    module = load(tmp_path, """
+    module = load(
+        tmp_path,
+        """
         import torch.nn as nn
         import torch.nn.functional as F
 
         class Net(nn.Module):
             def forward(self, x):
                 return F.interpolate(x, size=(3, 3), mode="area")
-    """)
+    """,
+    )
     pools = {op.op: op.conditional for op in capture(module).ops if "adaptive_avg_pool" in op.op}
-    assert pools == {"aten::adaptive_avg_pool1d": True, "aten::adaptive_avg_pool2d": True,
-                     "aten::adaptive_avg_pool3d": True}
+    assert pools == {
+        "aten::adaptive_avg_pool1d": True,
+        "aten::adaptive_avg_pool2d": True,
+        "aten::adaptive_avg_pool3d": True,
+    }
 
 
 def test_script_failures_keep_message_and_caret(tmp_path):
-    module = load(tmp_path, """
+    module = load(
+        tmp_path,
+        """
         import torch.nn as nn
 
         class Net(nn.Module):
@@ -121,7 +140,8 @@ def test_script_failures_keep_message_and_caret(tmp_path):
 
             def forward(self, x):
                 return self.act(x)
-    """)
+    """,
+    )
     with torch.device("meta"):
         instance = module.Net()
     with pytest.raises(ScriptFailure) as failure:

@@ -29,7 +29,9 @@ def ops_by_line(answer):
 
 
 def test_aliases_literals_methods_and_submodules(tmp_path):
-    answer = capture(tmp_path, """
+    answer = capture(
+        tmp_path,
+        """
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
@@ -47,7 +49,8 @@ def test_aliases_literals_methods_and_submodules(tmp_path):
                 b = F.interpolate(v, scale_factor=2.0, mode="trilinear")
                 c = x.take(i)
                 return a, b, c, self.pool(v), self.global_pool(v)
-    """)
+    """,
+    )
     found = ops_by_line(answer)
     assert "aten::linalg_svdvals" in found[14]
     assert "aten::upsample_trilinear3d.vec" in found[15]
@@ -58,7 +61,9 @@ def test_aliases_literals_methods_and_submodules(tmp_path):
 
 def test_the_file_is_never_imported(tmp_path):
     canary = tmp_path / "canary.txt"
-    answer = capture(tmp_path, f"""
+    answer = capture(
+        tmp_path,
+        f"""
         import torch
         import torch.nn as nn
         open({str(canary)!r}, "w").write("imported")
@@ -66,13 +71,16 @@ def test_the_file_is_never_imported(tmp_path):
         class Net(nn.Module):
             def forward(self, x):
                 return torch.heaviside(x, x)
-    """)
+    """,
+    )
     assert not canary.exists()
     assert "aten::heaviside" in ops_by_line(answer)[7]
 
 
 def test_calls_are_followed_into_other_project_files(tmp_path):
-    answer = capture(tmp_path, """
+    answer = capture(
+        tmp_path,
+        """
         import torch.nn as nn
         from ..ops import gate
         from . import blocks
@@ -84,12 +92,15 @@ def test_calls_are_followed_into_other_project_files(tmp_path):
 
             def forward(self, x):
                 return gate(self.block(x))
-    """, files={
-        "pkg/__init__.py": "",
-        "pkg/models/__init__.py": "",
-        "pkg/ops.py": "import torch\n\ndef gate(x):\n    return torch.heaviside(x, x)\n",
-        "pkg/models/blocks.py": "import torch\nimport torch.nn as nn\n\nclass Residual(nn.Module):\n"
-                                "    def forward(self, x):\n        return x + torch.frexp(x).mantissa\n",
-    }, module="pkg.models.net")
+    """,
+        files={
+            "pkg/__init__.py": "",
+            "pkg/models/__init__.py": "",
+            "pkg/ops.py": "import torch\n\ndef gate(x):\n    return torch.heaviside(x, x)\n",
+            "pkg/models/blocks.py": "import torch\nimport torch.nn as nn\n\nclass Residual(nn.Module):\n"
+            "    def forward(self, x):\n        return x + torch.frexp(x).mantissa\n",
+        },
+        module="pkg.models.net",
+    )
     files = {(os.path.basename(op["sites"][0]["file"]), op["op"]) for cls in answer["classes"] for op in cls["ops"]}
     assert ("ops.py", "aten::heaviside") in files and ("blocks.py", "aten::frexp.Tensor") in files

@@ -10,9 +10,21 @@ import pytest
 from atenlint.config import SettingsResolver
 from support import GOLDEN
 
-FOUNDATION_CASES = ["adaptive_pool_arguments", "bad_inputs", "directives", "factory_config", "interpolate_branches",
-                    "library_attribution", "mps_op_classes", "relative_imports", "sibling_base", "src_layout",
-                    "structure", "supported_ops", "unicode_columns"]
+FOUNDATION_CASES = [
+    "adaptive_pool_arguments",
+    "bad_inputs",
+    "directives",
+    "factory_config",
+    "interpolate_branches",
+    "library_attribution",
+    "mps_op_classes",
+    "relative_imports",
+    "sibling_base",
+    "src_layout",
+    "structure",
+    "supported_ops",
+    "unicode_columns",
+]
 # What only one of them reports, and why.
 EXPECTED_DIFFERENCES: dict = {
     # None. A class that cannot be built (factory_config's Decoder) is read from source in
@@ -24,8 +36,11 @@ EXPECTED_DIFFERENCES: dict = {
 def calls(engine, root, execute):
     engine.resolver = SettingsResolver()
     report = engine.check_paths([root], jobs=1, execute=execute)
-    return {(os.path.relpath(f.abs_path, root).replace(os.sep, "/"), f.range.start.line, tuple(f.ops))
-            for f in report.findings if f.target}
+    return {
+        (os.path.relpath(f.abs_path, root).replace(os.sep, "/"), f.range.start.line, tuple(f.ops))
+        for f in report.findings
+        if f.target
+    }
 
 
 @pytest.mark.parametrize("case", FOUNDATION_CASES)

@@ -13,8 +13,15 @@ from atenlint.capture.static import static_capture
 def capture(tmp_path, source, devices=("mps",), module="model"):
     path = tmp_path / f"{module}.py"
     path.write_text(textwrap.dedent(source).lstrip())
-    return static_capture({"path": str(path), "module": module, "roots": [str(tmp_path)],
-                           "devices": list(devices), "views": ["dispatch", "export"]})
+    return static_capture(
+        {
+            "path": str(path),
+            "module": module,
+            "roots": [str(tmp_path)],
+            "devices": list(devices),
+            "views": ["dispatch", "export"],
+        }
+    )
 
 
 def ops_at(answer):
@@ -29,7 +36,9 @@ def ops_at(answer):
 
 
 def test_dict_numpy_and_user_objects_are_not_tensors(tmp_path):
-    answer = capture(tmp_path, """
+    answer = capture(
+        tmp_path,
+        """
         from typing import Optional
         import numpy as np
         import torch
@@ -57,16 +66,22 @@ def test_dict_numpy_and_user_objects_are_not_tensors(tmp_path):
                 for value in stats.values():
                     pass
                 return self.proj(x).double()
-    """)
+    """,
+    )
     found = ops_at(answer)
-    assert not any(op.startswith(("aten::values", "aten::broadcast_to", "aten::max", "aten::mode"))
-                   for ops in found.values() for op in ops), found
+    assert not any(
+        op.startswith(("aten::values", "aten::broadcast_to", "aten::max", "aten::mode"))
+        for ops in found.values()
+        for op in ops
+    ), found
     # the receiver that is a tensor still counts: a Linear's output, .double()
     assert any("aten::_to_copy" in ops or "aten::to" in " ".join(ops) for ops in found.values()), found
 
 
 def test_tensors_the_source_vouches_for_are_judged(tmp_path):
-    answer = capture(tmp_path, """
+    answer = capture(
+        tmp_path,
+        """
         import torch
         from torch import nn, Tensor
 
@@ -89,14 +104,17 @@ def test_tensors_the_source_vouches_for_are_judged(tmp_path):
                 if isinstance(z, torch.Tensor):
                     f = z.mode()
                 return a, b, c, d, e, w
-    """)
+    """,
+    )
     found = ops_at(answer)
     mode_lines = {line for line, ops in found.items() if any(op.startswith("aten::mode") for op in ops)}
     assert {14, 15, 17, 18, 19, 21} <= mode_lines, found
 
 
 def test_unsure_receivers_stay_silent(tmp_path):
-    answer = capture(tmp_path, """
+    answer = capture(
+        tmp_path,
+        """
         import torch
         from torch import nn
 
@@ -108,12 +126,15 @@ def test_unsure_receivers_stay_silent(tmp_path):
             def forward(self, batch):
                 posterior = self.encoder(batch)
                 return posterior.mode()
-    """)
+    """,
+    )
     assert not any(op.startswith("aten::mode") for ops in ops_at(answer).values() for op in ops)
 
 
 def test_training_only_code_is_not_judged_for_export(tmp_path):
-    answer = capture(tmp_path, """
+    answer = capture(
+        tmp_path,
+        """
         import torch
         from torch import nn
 
@@ -133,7 +154,8 @@ def test_training_only_code_is_not_judged_for_export(tmp_path):
                 if self.training:
                     spec = spec * torch.rand(spec.shape[-1]).bernoulli_(0.9)
                 return spec.log1p()
-    """)
+    """,
+    )
     found = ops_at(answer)
     uniform = found[12]["aten::uniform_"]
     assert uniform[0] == {"train"}, found[12]
@@ -143,7 +165,9 @@ def test_training_only_code_is_not_judged_for_export(tmp_path):
 
 
 def test_optional_argument_branches_are_conditional(tmp_path):
-    answer = capture(tmp_path, """
+    answer = capture(
+        tmp_path,
+        """
         import torch
         import torch.nn.functional as F
         from torch import nn
@@ -167,7 +191,8 @@ def test_optional_argument_branches_are_conditional(tmp_path):
                 if not wants:
                     return logits.softmax(-1)
                 return torch.linalg.svdvals(logits)
-    """)
+    """,
+    )
     found = ops_at(answer)
     ctc = next(v for k, v in found[14].items() if "ctc" in k)
     assert ctc[1] is True  # only with return_loss=True: information
@@ -192,7 +217,9 @@ def test_multihead_attention_fast_path_never_on_mps(tmp_path):
 
 
 def test_containers_of_tensors_are_not_tensors(tmp_path):
-    answer = capture(tmp_path, '''
+    answer = capture(
+        tmp_path,
+        '''
         import torch
         from torch import nn
 
@@ -207,12 +234,16 @@ def test_containers_of_tensors_are_not_tensors(tmp_path):
                 device = next(iter(outputs.values())).device
                 boxes = targets[0]["boxes"]
                 return torch.as_tensor([len(targets)], device=device)
-    ''', devices=("cpu",))
+    ''',
+        devices=("cpu",),
+    )
     assert not any(op.startswith("aten::values") for ops in ops_at(answer).values() for op in ops)
 
 
 def test_autograd_functions_are_not_module_classes(tmp_path):
-    answer = capture(tmp_path, '''
+    answer = capture(
+        tmp_path,
+        """
         import torch
         from torch import nn
 
@@ -224,5 +255,6 @@ def test_autograd_functions_are_not_module_classes(tmp_path):
         class Net(nn.Module):
             def forward(self, x):
                 return x.relu()
-    ''')
+    """,
+    )
     assert [cls["qualname"] for cls in answer["classes"]] == ["Net"]

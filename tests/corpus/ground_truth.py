@@ -82,7 +82,7 @@ def onnx_dynamo(exported, opset: int) -> dict:
         decomposed = _fx_passes.decompose_with_registry(exported, registry)
         missing = set()
         for node in decomposed.graph.nodes:
-            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):  # noqa: SIM102
                 if not registry.is_registered(node.target):
                     missing.add(_name(node.target))
         out["unsupported"] = sorted(missing)

@@ -22,34 +22,45 @@ from .agreement import atenlint_verdicts, compare, ground_truth, module_files, t
 # full runs over the corpus take minutes on two loaded cores: not a hang.
 pytestmark = pytest.mark.timeout(1500)
 
-MHA_FAST_PATH = ("the script capture also reports MultiheadAttention's native fast path, a branch chosen at run "
-                 "time (eval, no grad, CPU tensors); torch.jit.trace takes it, torch.export never does")
+MHA_FAST_PATH = (
+    "the script capture also reports MultiheadAttention's native fast path, a branch chosen at run "
+    "time (eval, no grad, CPU tensors); torch.jit.trace takes it, torch.export never does"
+)
 KNOWN = {
-    ("onnx torchscript opset 9", "cumsum_position.py"):
-        "the opset-9 symbolic of cumsum is registered but raises 'try opset 11' (a stub, not a missing symbolic)",
-    ("onnx torchscript opset 9", "embedding_bag.py"):
-        "the opset-9 symbolic of embedding_bag is registered but raises unsupported for these arguments",
+    (
+        "onnx torchscript opset 9",
+        "cumsum_position.py",
+    ): "the opset-9 symbolic of cumsum is registered but raises 'try opset 11' (a stub, not a missing symbolic)",
+    (
+        "onnx torchscript opset 9",
+        "embedding_bag.py",
+    ): "the opset-9 symbolic of embedding_bag is registered but raises unsupported for these arguments",
     ("onnx torchscript opset 9", "transformer_encoder.py"): MHA_FAST_PATH,
     ("onnx torchscript opset 9", "vit_attention.py"): MHA_FAST_PATH,
     ("onnx torchscript opset 13", "transformer_encoder.py"): MHA_FAST_PATH,
     ("onnx torchscript opset 13", "vit_attention.py"): MHA_FAST_PATH,
     ("onnx torchscript opset 17", "transformer_encoder.py"): MHA_FAST_PATH,
-    ("onnx dynamo opset 18", "transformer_encoder.py"): MHA_FAST_PATH,
-    ("onnx dynamo opset 18", "vit_attention.py"): MHA_FAST_PATH,
-    ("executorch", "transformer_encoder.py"): MHA_FAST_PATH,
-    ("executorch", "vit_attention.py"): MHA_FAST_PATH,
-    ("executorch", "antialias_resize.py"):
-        "F.interpolate picks the antialiased kernel by input rank at run time: without example inputs the export "
-        "view cannot synthesise the call, so the op is not judged",
-    ("executorch", "embedding_bag.py"):
-        "the capture decomposes embedding_bag without grad (_embedding_bag_forward_only); export traces with "
-        "parameters that require grad and keeps the core _embedding_bag",
-    ("coreml", "causal_mask_attention.py"): "coremltools fails on an argument (a non-scalar constant), not a missing op",
+    (
+        "executorch",
+        "antialias_resize.py",
+    ): "F.interpolate picks the antialiased kernel by input rank at run time: without example inputs the export "
+    "view cannot synthesise the call, so the op is not judged",
+    (
+        "executorch",
+        "embedding_bag.py",
+    ): "the capture decomposes embedding_bag without grad (_embedding_bag_forward_only); export traces with "
+    "parameters that require grad and keeps the core _embedding_bag",
+    (
+        "coreml",
+        "causal_mask_attention.py",
+    ): "coremltools fails on an argument (a non-scalar constant), not a missing op",
     ("coreml", "causal_sdpa.py"): "coremltools fails on an argument (a non-scalar constant), not a missing op",
     ("coreml", "rotary.py"): "coremltools fails on an argument (a non-scalar constant), not a missing op",
     ("coreml", "spatial_transformer.py"): "coremltools fails on an argument (a non-scalar constant), not a missing op",
-    ("coreml", "fpn_nearest.py"):
-        "the 3-D branch of F.interpolate is reported as conditional (information); the real input is 4-D",
+    (
+        "coreml",
+        "fpn_nearest.py",
+    ): "the 3-D branch of F.interpolate is reported as conditional (information); the real input is 4-D",
 }
 
 
@@ -65,8 +76,13 @@ def test_corpus_is_large_enough():
 
 def test_every_exporter_ran(rows):
     exporters = {row["exporter"] for row in rows}
-    assert {"torchscript", "onnx torchscript opset 9", "onnx torchscript opset 13", "onnx torchscript opset 17",
-            "onnx dynamo opset 18"} <= exporters
+    assert {
+        "torchscript",
+        "onnx torchscript opset 9",
+        "onnx torchscript opset 13",
+        "onnx torchscript opset 17",
+        "onnx dynamo opset 18",
+    } <= exporters
     for optional, name in (("executorch", "executorch"), ("coremltools", "coreml")):
         if importlib.util.find_spec(optional) is not None:
             assert name in exporters
@@ -110,5 +126,6 @@ def test_agreement_with_example_inputs(rows_with_inputs):
     disagreements = {(row["exporter"], row["module"]) for row in rows_with_inputs if not row["agree"]}
     relevant = {key for key in KNOWN_WITH_INPUTS if key[0] in {row["exporter"] for row in rows_with_inputs}}
     assert not sorted(disagreements - relevant), f"new disagreements: {sorted(disagreements - relevant)}"
-    assert not sorted(relevant - disagreements), f"no longer disagree (update KNOWN_WITH_INPUTS): " \
-                                                 f"{sorted(relevant - disagreements)}"
+    assert not sorted(relevant - disagreements), (
+        f"no longer disagree (update KNOWN_WITH_INPUTS): {sorted(relevant - disagreements)}"
+    )

@@ -8,7 +8,6 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from atenlint.config import SettingsResolver
 from atenlint.engine import SourceCache
@@ -21,8 +20,9 @@ from atenlint.sourcetext import SourceText
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 BY_ID = {entry.id: entry for entry in ENTRIES}
 _HEADER = re.compile(r"^# (fix|targets|arg-shapes|config|mps-as-of|flags): (.*)$")
-MPS_HISTORY = os.path.join(os.path.dirname(os.path.abspath(__import__("atenlint.targets").targets.__file__)),
-                           "data", "mps_history.json")
+MPS_HISTORY = os.path.join(
+    os.path.dirname(os.path.abspath(__import__("atenlint.targets").targets.__file__)), "data", "mps_history.json"
+)
 
 
 @dataclass
@@ -30,10 +30,10 @@ class Fixture:
     name: str  # file name without .in.py
     entry: str
     targets: tuple
-    arg_shapes: Optional[dict]
-    config: Optional[dict]
+    arg_shapes: dict | None
+    config: dict | None
     source: str
-    mps_as_of: Optional[str] = None  # judge with the MPS kernels of this torch release
+    mps_as_of: str | None = None  # judge with the MPS kernels of this torch release
     flags: tuple = ()  # overloads that release also lacked, which a script capture cannot decompose to
 
     @property
@@ -67,14 +67,22 @@ def load_fixtures() -> list[Fixture]:
         targets = tuple(t.strip() for t in header.get("targets", "").split(",") if t.strip())
         if not targets and config:
             targets = tuple(config["targets"])
-        fixtures.append(Fixture(file[:-len(".in.py")], entry, targets,
-                                json.loads(header["arg-shapes"]) if "arg-shapes" in header else None,
-                                config, source, header.get("mps-as-of"),
-                                tuple(o.strip() for o in header.get("flags", "").split(",") if o.strip())))
+        fixtures.append(
+            Fixture(
+                file[: -len(".in.py")],
+                entry,
+                targets,
+                json.loads(header["arg-shapes"]) if "arg-shapes" in header else None,
+                config,
+                source,
+                header.get("mps-as-of"),
+                tuple(o.strip() for o in header.get("flags", "").split(",") if o.strip()),
+            )
+        )
     return fixtures
 
 
-def write_workspace(root: str, source: str, config: Optional[dict]) -> str:
+def write_workspace(root: str, source: str, config: dict | None) -> str:
     """`root/case.py` (+ a pyproject.toml with [tool.atenlint] when the fixture has config)."""
     path = os.path.join(root, "case.py")
     with open(path, "w", encoding="utf-8", newline="") as handle:
@@ -86,8 +94,16 @@ def write_workspace(root: str, source: str, config: Optional[dict]) -> str:
     return path
 
 
-def analyse(engine, root: str, targets: tuple, config: Optional[dict], arg_shapes: Optional[dict] = None,
-            mps_as_of: Optional[str] = None, monkeypatch=None, flags: tuple = ()) -> list:
+def analyse(
+    engine,
+    root: str,
+    targets: tuple,
+    config: dict | None,
+    arg_shapes: dict | None = None,
+    mps_as_of: str | None = None,
+    monkeypatch=None,
+    flags: tuple = (),
+) -> list:
     """The findings `atenlint check root` reports, with fixes attached (and, when given, the
     input shapes a trace capture would record added first). With `mps_as_of`, the MPS
     target judges with the kernels that torch release had (see `historical_mps`)."""
@@ -168,8 +184,10 @@ def historical_mps(engine, version: str):
     wanted = _release_key(version)
 
     def had_kernel(op: str) -> bool:
-        return any(_release_key(first) <= wanted and (last is None or wanted <= _release_key(last))
-                   for first, last in history.get(op, ()))
+        return any(
+            _release_key(first) <= wanted and (last is None or wanted <= _release_key(last))
+            for first, last in history.get(op, ())
+        )
 
     native = engine.native
     entries = {}
@@ -182,6 +200,48 @@ def historical_mps(engine, version: str):
     target = MpsTarget(table)
     _HISTORICAL[version] = target
     return target
+
+
+# The package each target's registry comes from, where the target cannot judge without it:
+# Core ML's op registry is read from coremltools; `onnx` (the default dynamo exporter) from
+# onnxscript's torchlib.
+TARGET_PACKAGES = {"coreml": "coremltools", "onnx": "onnxscript"}
+
+
+def missing_packages(targets: tuple) -> list[str]:
+    """The packages (of the `exporters` extra) that `targets` need and that are not installed."""
+    import importlib.util
+
+    return sorted(
+        {
+            TARGET_PACKAGES[t]
+            for t in targets
+            if t in TARGET_PACKAGES and importlib.util.find_spec(TARGET_PACKAGES[t]) is None
+        }
+    )
+
+
+@dataclass
+class FixOutcome:
+    """A fixture analysed in a workspace and its entry's fix applied wherever it is offered."""
+
+    case_path: str
+    before: list
+    fixed: list  # the findings whose fix was applied
+    new_source: str
+    new_config: str | None  # the edited pyproject.toml, when the fix edits it
+
+
+def run_fixture_fix(
+    engine, root: str, fixture: Fixture, targets: tuple, mps_as_of: str | None, monkeypatch
+) -> FixOutcome:
+    """Write the fixture into `root`, analyse it for `targets` and apply its entry's fix (what
+    the golden `.out.py` / `.out.toml` record; scripts/regen_golden.py writes them from this)."""
+    case = write_workspace(root, fixture.source, fixture.config)
+    before = analyse(engine, root, targets, fixture.config, fixture.arg_shapes, mps_as_of, monkeypatch, fixture.flags)
+    texts, fixed = apply_fix(before, fixture.entry)
+    config_path = os.path.join(root, "pyproject.toml")
+    return FixOutcome(case, before, fixed, texts.get(case, fixture.source), texts.get(config_path))
 
 
 def _release_key(version: str) -> tuple:
@@ -209,8 +269,15 @@ def apply_fix(findings: list, entry_id: str) -> tuple[dict, list]:
     return results, fixed
 
 
-def finding_for_call(source: str, call_text: str, entry_id: str, target: Optional[str] = None,
-                     data: Optional[dict] = None, path: str = "/virtual/case.py", **overrides) -> Finding:
+def finding_for_call(
+    source: str,
+    call_text: str,
+    entry_id: str,
+    target: str | None = None,
+    data: dict | None = None,
+    path: str = "/virtual/case.py",
+    **overrides,
+) -> Finding:
     """A finding at the first call whose source is `call_text`, as the engine would report
     it for one of the entry's ops (for tests that exercise fixes without a capture)."""
     text = SourceText(source, path)
@@ -222,10 +289,19 @@ def finding_for_call(source: str, call_text: str, entry_id: str, target: Optiona
     target = target or entry.targets[0]
     ops = overrides.pop("ops", [entry.ops[0]])
     code = overrides.pop("code", {"mps": "MPS001"}.get(target.split(":")[0], "X001"))
-    finding = Finding("case.py", text.node_range(node), "warning", code, "message", target=target, ops=ops,
-                      call=call_text.split("(")[0], abs_path=path,
-                      data={"torch": "2.13.0", "args": {}, "kinds": {op: "fallback" for op in ops},
-                            **(data or {})}, **overrides)
+    finding = Finding(
+        "case.py",
+        text.node_range(node),
+        "warning",
+        code,
+        "message",
+        target=target,
+        ops=ops,
+        call=call_text.split("(")[0],
+        abs_path=path,
+        data={"torch": "2.13.0", "args": {}, "kinds": {op: "fallback" for op in ops}, **(data or {})},
+        **overrides,
+    )
     return finding
 
 

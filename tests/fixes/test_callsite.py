@@ -19,16 +19,19 @@ def site_of(source: str, call_text: str):
     return call_site(file, node)
 
 
-@pytest.mark.parametrize("imports, call, expected", [
-    ("import torch", "torch.take(x, i)", "torch.take"),
-    ("import torch as th", "th.take(x, i)", "torch.take"),
-    ("import torch.nn.functional as F", "F.pdist(x)", "torch.nn.functional.pdist"),
-    ("from torch.nn import functional as nnf", "nnf.pdist(x)", "torch.nn.functional.pdist"),
-    ("import torch.nn as nn", "nn.functional.pdist(x)", "torch.nn.functional.pdist"),
-    ("from torch import linalg", "linalg.svdvals(a)", "torch.linalg.svdvals"),
-    ("from torch.linalg import svdvals as sv", "sv(a)", "torch.linalg.svdvals"),
-    ("import torch.nn", "torch.nn.functional.pdist(x)", "torch.nn.functional.pdist"),
-])
+@pytest.mark.parametrize(
+    "imports, call, expected",
+    [
+        ("import torch", "torch.take(x, i)", "torch.take"),
+        ("import torch as th", "th.take(x, i)", "torch.take"),
+        ("import torch.nn.functional as F", "F.pdist(x)", "torch.nn.functional.pdist"),
+        ("from torch.nn import functional as nnf", "nnf.pdist(x)", "torch.nn.functional.pdist"),
+        ("import torch.nn as nn", "nn.functional.pdist(x)", "torch.nn.functional.pdist"),
+        ("from torch import linalg", "linalg.svdvals(a)", "torch.linalg.svdvals"),
+        ("from torch.linalg import svdvals as sv", "sv(a)", "torch.linalg.svdvals"),
+        ("import torch.nn", "torch.nn.functional.pdist(x)", "torch.nn.functional.pdist"),
+    ],
+)
 def test_functions_resolve_through_imports(imports, call, expected):
     site = site_of(f"{imports}\n\ndef f(x, i, a):\n    return {call}\n", call)
     assert (site.form, site.name) == ("function", expected)
@@ -90,8 +93,10 @@ def test_submodules_resolve_to_their_constructor_in_the_class_or_a_base():
     assert (bound["input"].text, bound["output_size"].text) == ("x", "(2, 4, 4)")
     aliased = site_of(MODULE, "self.down(x)")
     assert aliased.name == "torch.nn.AdaptiveAvgPool3d"
-    assert aliased.bind(Signature.parse("input, output_size"), Signature.parse("output_size"))["output_size"].text \
+    assert (
+        aliased.bind(Signature.parse("input, output_size"), Signature.parse("output_size"))["output_size"].text
         == "size"
+    )
 
 
 def test_a_submodule_assigned_twice_is_unknown():
@@ -101,17 +106,20 @@ def test_a_submodule_assigned_twice_is_unknown():
     assert call_site(file, calls[-1]) is None  # Ambiguous
 
 
-@pytest.mark.parametrize("call, bound", [
-    ("torch.take(x, i)", {"input": "x", "index": "i"}),
-    ("torch.take(index=i, input=x)", {"input": "x", "index": "i"}),
-    ("torch.take(x, index=i)", {"input": "x", "index": "i"}),
-    ("torch.take(x)", None),  # index is required
-    ("torch.take(x, i, j)", None),  # one too many
-    ("torch.take(*args)", None),
-    ("torch.take(x, **kw)", None),
-    ("torch.take(x, i, index=i)", None),  # given twice
-    ("torch.take(x, idx=i)", None),  # no such parameter
-])
+@pytest.mark.parametrize(
+    "call, bound",
+    [
+        ("torch.take(x, i)", {"input": "x", "index": "i"}),
+        ("torch.take(index=i, input=x)", {"input": "x", "index": "i"}),
+        ("torch.take(x, index=i)", {"input": "x", "index": "i"}),
+        ("torch.take(x)", None),  # index is required
+        ("torch.take(x, i, j)", None),  # one too many
+        ("torch.take(*args)", None),
+        ("torch.take(x, **kw)", None),
+        ("torch.take(x, i, index=i)", None),  # given twice
+        ("torch.take(x, idx=i)", None),  # no such parameter
+    ],
+)
 def test_arguments_bind_as_python_binds_them(call, bound):
     site = site_of(f"import torch\n\ndef f(x, i, j, args, kw):\n    return {call}\n", call)
     result = site.bind(Signature.parse("input, index"))
@@ -120,19 +128,31 @@ def test_arguments_bind_as_python_binds_them(call, bound):
 
 def test_keyword_only_parameters_and_defaults():
     signature = Signature.parse("start, end, steps, base=10.0, *, dtype=None")
-    site = site_of("import torch\n\ndef f(a):\n    return torch.logspace(0, 1, 5, dtype=a)\n",
-                   "torch.logspace(0, 1, 5, dtype=a)")
+    site = site_of(
+        "import torch\n\ndef f(a):\n    return torch.logspace(0, 1, 5, dtype=a)\n", "torch.logspace(0, 1, 5, dtype=a)"
+    )
     bound = site.bind(signature)
     assert (bound["base"].text, bound["base"].given, bound["dtype"].text) == ("10.0", False, "a")
-    positional_dtype = site_of("import torch\n\ndef f(a):\n    return torch.logspace(0, 1, 5, 2.0, a)\n",
-                               "torch.logspace(0, 1, 5, 2.0, a)")
+    positional_dtype = site_of(
+        "import torch\n\ndef f(a):\n    return torch.logspace(0, 1, 5, 2.0, a)\n", "torch.logspace(0, 1, 5, 2.0, a)"
+    )
     assert positional_dtype.bind(signature) is None
 
 
-@pytest.mark.parametrize("text, pure", [
-    ("x", True), ("self.weight", True), ("self.blocks[0].weight", True), ("x[:, -1]", True), ("-1", True),
-    ("x.t()", False), ("x + 1", False), ("x[i]", False), ("f(x).y", False),
-])
+@pytest.mark.parametrize(
+    "text, pure",
+    [
+        ("x", True),
+        ("self.weight", True),
+        ("self.blocks[0].weight", True),
+        ("x[:, -1]", True),
+        ("-1", True),
+        ("x.t()", False),
+        ("x + 1", False),
+        ("x[i]", False),
+        ("f(x).y", False),
+    ],
+)
 def test_purity(text, pure):
     assert is_pure(ast.parse(text, mode="eval").body) is pure
 
@@ -153,14 +173,19 @@ def test_a_module_name_rebound_at_module_level_is_not_an_import():
     assert bindings.spell("math", set()) is None and "math" in bindings.other
 
 
-@pytest.mark.parametrize("source, after", [
-    ('"""Doc."""\nfrom __future__ import annotations\n\nimport torch\n\nx = 1\n', "import torch\n"),
-    ('"""Doc."""\n\nclass A:\n    pass\n', '"""Doc."""\n'),
-    ("import torch\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n\ndef f():\n    pass\n",
-     "    scipy = None\n"),
-    ("x = 1\n", ""),
-    ("import torch", "import torch"),
-])
+@pytest.mark.parametrize(
+    "source, after",
+    [
+        ('"""Doc."""\nfrom __future__ import annotations\n\nimport torch\n\nx = 1\n', "import torch\n"),
+        ('"""Doc."""\n\nclass A:\n    pass\n', '"""Doc."""\n'),
+        (
+            "import torch\ntry:\n    import scipy\nexcept ImportError:\n    scipy = None\n\ndef f():\n    pass\n",
+            "    scipy = None\n",
+        ),
+        ("x = 1\n", ""),
+        ("import torch", "import torch"),
+    ],
+)
 def test_new_imports_go_after_the_leading_imports(source, after):
     from atenlint.fixes.edits import LineIndex
 
@@ -171,8 +196,7 @@ def test_new_imports_go_after_the_leading_imports(source, after):
 
 
 def test_imports_only_for_type_checkers_bind_nothing():
-    source = ("from typing import TYPE_CHECKING\nimport torch\nif TYPE_CHECKING:\n"
-              "    import torch.nn.functional as F\n")
+    source = "from typing import TYPE_CHECKING\nimport torch\nif TYPE_CHECKING:\n    import torch.nn.functional as F\n"
     bindings = Bindings.of(ast.parse(source))
     assert "F" not in bindings.imported
     assert bindings.spell("torch.nn.functional", set()) == "torch.nn.functional"

@@ -4,12 +4,12 @@ an equivalence test (rewrites), and a torch range that matches the MPS kernel hi
 from __future__ import annotations
 
 import pytest
+from fixes_support import MPS_HISTORY, load_fixtures, mps_releases
+from test_equivalence import CASES
 
 from atenlint.fixes.catalog import ENTRIES, REWRITES
 from atenlint.fixes.conditions import CHECKS, DERIVATIONS
-from atenlint.fixes.model import Rewrite, check_entry, offered_in, version_allows
-from fixes_support import MPS_HISTORY, load_fixtures, mps_releases
-from test_equivalence import CASES
+from atenlint.fixes.model import Rewrite, check_entry, offered_in
 
 FIXTURES = load_fixtures()
 
@@ -54,23 +54,35 @@ def test_every_target_of_every_entry_is_exercised_by_a_fixture():
 
 
 def test_check_entry_reports_mistakes():
-    broken = Rewrite(id="Bad Id", title="", targets=(), ops=("take",), signature="input", exact=True,
-                     approximation="but it is exact", why="", equivalence="", template="{nope}.x()",
-                     when=(), derive={"k": "no_such_derivation"}, torch_versions={"mps": "2.4+"})
+    broken = Rewrite(
+        id="Bad Id",
+        title="",
+        targets=(),
+        ops=("take",),
+        signature="input",
+        exact=True,
+        approximation="but it is exact",
+        why="",
+        equivalence="",
+        template="{nope}.x()",
+        when=(),
+        derive={"k": "no_such_derivation"},
+        torch_versions={"mps": "2.4+"},
+    )
     problems = "\n".join(check_entry(broken, set(CHECKS), set(DERIVATIONS)))
-    for expected in ("id must be", "no targets", "no title", "ops must be aten", "applies to no call",
-                     "an exact entry has no approximation", "why and equivalence", "{nope}",
-                     "unknown derivation", "torch_versions"):
+    for expected in (
+        "id must be",
+        "no targets",
+        "no title",
+        "ops must be aten",
+        "applies to no call",
+        "an exact entry has no approximation",
+        "why and equivalence",
+        "{nope}",
+        "unknown derivation",
+        "torch_versions",
+    ):
         assert expected in problems
-
-
-@pytest.mark.parametrize("spec, version, allowed", [
-    (">=2.4", "2.13.0+cpu", True), ("<2.15", "2.14.9", True), ("<2.15", "2.15.0", False),
-    (">=2.6,<2.8", "2.7.1", True), (">=2.6,<2.8", "2.5.1", False), (">=2.6,<2.8", "2.8", False),
-    ("<2.14", "", True),
-])
-def test_version_ranges(spec, version, allowed):
-    assert version_allows(spec, version) is allowed
 
 
 def test_ranges_are_per_target():
@@ -119,5 +131,7 @@ def _key(release: str) -> tuple:
 
 
 def _had(history: dict, op: str, release: str) -> bool:
-    return any(_key(first) <= _key(release) and (last is None or _key(release) <= _key(last))
-               for first, last in history.get(op, ()))
+    return any(
+        _key(first) <= _key(release) and (last is None or _key(release) <= _key(last))
+        for first, last in history.get(op, ())
+    )

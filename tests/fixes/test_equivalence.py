@@ -10,16 +10,16 @@ as written in the catalog, not a hand copy of them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
 
 import pytest
 import torch
+from fixes_support import BY_ID, apply_text, finding_for_call, fixes_of
 
 from atenlint.fixes.attach import explain_refusal
 from atenlint.fixes.callsite import FileContext
 from atenlint.sourcetext import SourceText
-from fixes_support import BY_ID, apply_text, finding_for_call, fixes_of
 
 PRELUDE = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
 FLOATS = (torch.float32, torch.float64)
@@ -32,22 +32,23 @@ class Case:
     call: str  # the call in `source` to rewrite
     inputs: Callable[[torch.Generator], Iterator[dict]]
     check: Callable[[object, object, dict], None]
-    data_for: Optional[Callable[[dict], dict]] = None  # finding data that depends on the inputs
+    data_for: Callable[[dict], dict] | None = None  # finding data that depends on the inputs
     data: dict = field(default_factory=dict)  # finding data (a torch release inside the entry's range)
     seeded: bool = False  # random sampling: reseed the global generator before each call
-    refused_when: Optional[Callable[[dict], bool]] = None  # inputs for which no fix may be offered
-    ops: Optional[list] = None
+    refused_when: Callable[[dict], bool] | None = None  # inputs for which no fix may be offered
+    ops: list | None = None
 
     @property
     def id(self) -> str:
         return f"{self.entry}:{self.call}"
 
 
-def rewrite(case: Case, data: Optional[dict] = None) -> Optional[str]:
+def rewrite(case: Case, data: dict | None = None) -> str | None:
     """The source with the case's call rewritten (None: the entry refuses it)."""
     source = PRELUDE + case.source
-    finding = finding_for_call(source, case.call, case.entry, data={**case.data, **(data or {})},
-                               **({"ops": case.ops} if case.ops else {}))
+    finding = finding_for_call(
+        source, case.call, case.entry, data={**case.data, **(data or {})}, **({"ops": case.ops} if case.ops else {})
+    )
     fixes = [f for f in fixes_of(source, finding) if f["id"] == case.entry]
     if not fixes:
         print(explain_refusal(BY_ID[case.entry], finding, FileContext.build(SourceText(source, finding.abs_path))))
@@ -57,7 +58,7 @@ def rewrite(case: Case, data: Optional[dict] = None) -> Optional[str]:
 
 def compiled(source: str) -> Callable:
     namespace: dict = {}
-    exec(compile(source, "<rewritten>", "exec"), namespace)
+    exec(compile(source, "<rewritten>", "exec"), namespace)  # noqa: S102 - runs the rewritten code under test
     return namespace["f"]
 
 
@@ -84,11 +85,13 @@ def identical(a, b, inputs) -> None:
 
 def ulps(count: int) -> Callable:
     """Relative error within `count` units of the dtype's epsilon (and the same specials)."""
+
     def check(a, b, inputs) -> None:
         for x, y in _pairs(a, b):
             assert x.dtype == y.dtype and x.shape == y.shape
             eps = torch.finfo(x.dtype).eps
             torch.testing.assert_close(x, y, rtol=count * eps, atol=0, equal_nan=True)
+
     return check
 
 
@@ -97,8 +100,10 @@ def round_off(rtol32: float, rtol64: float, atol32: float = 0.0, atol64: float =
         for x, y in _pairs(a, b):
             assert x.dtype == y.dtype and x.shape == y.shape
             single = x.dtype in (torch.float32, torch.float16, torch.bfloat16)
-            torch.testing.assert_close(x, y, rtol=rtol32 if single else rtol64, atol=atol32 if single else atol64,
-                                       equal_nan=True)
+            torch.testing.assert_close(
+                x, y, rtol=rtol32 if single else rtol64, atol=atol32 if single else atol64, equal_nan=True
+            )
+
     return check
 
 
@@ -131,6 +136,7 @@ def put_inputs(accumulate: bool):
                 else:
                     i = torch.randperm(x.numel(), generator=generator)[:count] - x.numel() * (count % 2)
                 yield {"x": x, "i": i, "s": _tensor(i.shape, dtype, generator)}
+
     return inputs
 
 
@@ -148,7 +154,7 @@ def heaviside_inputs(generator) -> Iterator[dict]:
         for shape, value_shape in (((7,), ()), ((3, 7), (7,)), ((2, 3, 4), (3, 1)), ((4, 1), (1, 5))):
             x = _tensor(shape, dtype, generator, -2, 2)
             if dtype.is_floating_point and x.numel() >= special.numel():
-                x.view(-1)[:special.numel()] = special.to(dtype)
+                x.view(-1)[: special.numel()] = special.to(dtype)
             yield {"x": x, "v": _tensor(value_shape, dtype, generator)}
 
 
@@ -166,8 +172,11 @@ def log_ndtr_inputs(generator) -> Iterator[dict]:
     for dtype in FLOATS:
         yield {"x": torch.linspace(-40, 10, 2001, dtype=dtype)}
         yield {"x": torch.randn(4, 50, generator=generator, dtype=torch.float64).mul(5).to(dtype)}
-        yield {"x": torch.tensor([-1.0, -1.0 - 1e-7, -0.999, 0.0, -0.0, 38.0, float("inf"), -float("inf"),
-                                  float("nan")], dtype=dtype)}
+        yield {
+            "x": torch.tensor(
+                [-1.0, -1.0 - 1e-7, -0.999, 0.0, -0.0, 38.0, float("inf"), -float("inf"), float("nan")], dtype=dtype
+            )
+        }
     yield {"x": torch.tensor([-50, -3, -1, 0, 2, 9])}  # integers promote to float like log_ndtr
 
 
@@ -190,6 +199,7 @@ def pool3d_inputs(with_nan: bool):
                 if with_nan:
                     x.view(-1)[int(torch.randint(0, x.numel(), (), generator=generator))] = float("nan")
                 yield {"x": x}
+
     return inputs
 
 
@@ -200,6 +210,7 @@ def pool_shape_data(inputs: dict) -> dict:
 def not_dividing(*output_size):
     def refused(inputs: dict) -> bool:
         return any(out is not None and size % out for size, out in zip(inputs["x"].shape[-3:], output_size))
+
     return refused
 
 
@@ -234,14 +245,21 @@ def ndtri_bound(a, b, inputs) -> None:
 
 def interpolate_inputs(generator) -> Iterator[dict]:
     for dtype in FLOATS:
-        for size_in, size_out in (((8, 8), (16, 16)), ((8, 8), (13, 11)), ((16, 16), (8, 8)), ((17, 9), (5, 4)),
-                                  ((9, 9), (9, 9)), ((6, 12), (12, 5))):
+        for size_in, size_out in (
+            ((8, 8), (16, 16)),
+            ((8, 8), (13, 11)),
+            ((16, 16), (8, 8)),
+            ((17, 9), (5, 4)),
+            ((9, 9), (9, 9)),
+            ((6, 12), (12, 5)),
+        ):
             yield {"x": _tensor((2, 3, *size_in), dtype, generator), "size": list(size_out)}
 
 
 def within_range(factor: float, bilinear: bool) -> Callable:
     """Outputs differ by at most `factor` times each image's range (max - min); with
     bilinear and no size reduced, by float round-off only."""
+
     def check(a, b, inputs) -> None:
         assert a.dtype == b.dtype and a.shape == b.shape
         x = inputs["x"]
@@ -251,6 +269,7 @@ def within_range(factor: float, bilinear: bool) -> Callable:
             assert bool(((a - b).abs() <= 16 * eps * spread).all())
         else:
             assert bool(((a - b).abs() <= factor * spread + 16 * eps * spread).all())
+
     return check
 
 
@@ -289,101 +308,270 @@ def rate_inputs(generator) -> Iterator[dict]:
 def binomial_inputs(generator) -> Iterator[dict]:
     for dtype in FLOATS:
         for shape, top in (((40,), 30), ((5, 6), 3), ((2, 2, 3), 1000)):
-            yield {"n": torch.randint(0, top, shape, generator=generator).to(dtype),
-                   "q": torch.rand(shape, generator=generator, dtype=dtype)}
+            yield {
+                "n": torch.randint(0, top, shape, generator=generator).to(dtype),
+                "q": torch.rand(shape, generator=generator, dtype=dtype),
+            }
 
 
-POOL_MODULE = ("class Head(nn.Module):\n"
-               "    def __init__(self):\n"
-               "        super().__init__()\n"
-               "        self.pool = nn.{cls}({size})\n\n"
-               "    def forward(self, x):\n"
-               "        return self.pool(x)\n\n\n"
-               "def f(x):\n"
-               "    return Head()(x)\n")
+POOL_MODULE = (
+    "class Head(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.pool = nn.{cls}({size})\n\n"
+    "    def forward(self, x):\n"
+    "        return self.pool(x)\n\n\n"
+    "def f(x):\n"
+    "    return Head()(x)\n"
+)
 
 CASES = [
     Case("take-flat-index", "def f(x, i):\n    return torch.take(x, i)\n", "torch.take(x, i)", take_inputs, identical),
     Case("take-flat-index", "def f(x, i):\n    return x.take(i)\n", "x.take(i)", take_inputs, identical),
-    Case("take-flat-index", "def f(x, i):\n    return torch.take(input=x * 1, index=i + 0)\n",
-         "torch.take(input=x * 1, index=i + 0)", take_inputs, identical),
-    Case("put-index-put", "def f(x, i, s):\n    return x.put(i, s)\n", "x.put(i, s)", put_inputs(False),
-         identical, ops=["aten::put_"]),
-    Case("put-index-put", "def f(x, i, s):\n    return torch.put(x, i, s, accumulate=True)\n",
-         "torch.put(x, i, s, accumulate=True)", put_inputs(True), round_off(1e-6, 1e-14, 1e-6, 1e-14),
-         ops=["aten::put_"]),
-    Case("put-inplace-copy-index-put",
-         "def f(x, i, s):\n    base = x.clone()\n    y = base.t()\n    r = y.put_(i, s)\n    return r, y, base, r is y\n",
-         "y.put_(i, s)", put_inplace_inputs, identical),
-    Case("put-inplace-copy-index-put",
-         "def f(x, i, s):\n    y = x.clone()\n    y.put_(i, s, accumulate=True)\n    return y\n",
-         "y.put_(i, s, accumulate=True)", put_inplace_inputs, round_off(1e-6, 1e-14, 1e-6, 1e-14)),
-    Case("heaviside-where", "def f(x, v):\n    return torch.heaviside(x, v)\n", "torch.heaviside(x, v)",
-         heaviside_inputs, identical),
+    Case(
+        "take-flat-index",
+        "def f(x, i):\n    return torch.take(input=x * 1, index=i + 0)\n",
+        "torch.take(input=x * 1, index=i + 0)",
+        take_inputs,
+        identical,
+    ),
+    Case(
+        "put-index-put",
+        "def f(x, i, s):\n    return x.put(i, s)\n",
+        "x.put(i, s)",
+        put_inputs(False),
+        identical,
+        ops=["aten::put_"],
+    ),
+    Case(
+        "put-index-put",
+        "def f(x, i, s):\n    return torch.put(x, i, s, accumulate=True)\n",
+        "torch.put(x, i, s, accumulate=True)",
+        put_inputs(True),
+        round_off(1e-6, 1e-14, 1e-6, 1e-14),
+        ops=["aten::put_"],
+    ),
+    Case(
+        "put-inplace-copy-index-put",
+        "def f(x, i, s):\n    base = x.clone()\n    y = base.t()\n    r = y.put_(i, s)\n    return r, y, base, r is y\n",
+        "y.put_(i, s)",
+        put_inplace_inputs,
+        identical,
+    ),
+    Case(
+        "put-inplace-copy-index-put",
+        "def f(x, i, s):\n    y = x.clone()\n    y.put_(i, s, accumulate=True)\n    return y\n",
+        "y.put_(i, s, accumulate=True)",
+        put_inplace_inputs,
+        round_off(1e-6, 1e-14, 1e-6, 1e-14),
+    ),
+    Case(
+        "heaviside-where",
+        "def f(x, v):\n    return torch.heaviside(x, v)\n",
+        "torch.heaviside(x, v)",
+        heaviside_inputs,
+        identical,
+    ),
     Case("heaviside-where", "def f(x, v):\n    return x.heaviside(v)\n", "x.heaviside(v)", heaviside_inputs, identical),
-    *[Case("logspace-pow-linspace", f"def f(s, e, n, b):\n    return torch.logspace(s, e, n, base=b{dtype})\n",
-           f"torch.logspace(s, e, n, base=b{dtype})", logspace_inputs, ulps(8))
-      for dtype in ("", ", dtype=torch.float32", ", dtype=torch.float64", ", dtype=torch.float16",
-                    ", dtype=torch.bfloat16")],
-    Case("logspace-pow-linspace", "def f(s, e, n, b):\n    return torch.logspace(s, e, n)\n",
-         "torch.logspace(s, e, n)", logspace_inputs, ulps(8)),
-    Case("log-ndtr-erfcx", "def f(x):\n    return torch.special.log_ndtr(x)\n", "torch.special.log_ndtr(x)",
-         log_ndtr_inputs, ulps(8)),
-    Case("pdist-cdist-triu", "def f(x, q):\n    return F.pdist(x, q)\n", "F.pdist(x, q)", pdist_inputs,
-         round_off(1e-5, 1e-12, 1e-6, 1e-12)),
-    Case("pdist-cdist-triu", "def f(x, q):\n    return torch.pdist(x)\n", "torch.pdist(x)", pdist_inputs,
-         round_off(1e-5, 1e-12, 1e-6, 1e-12)),
-    *[Case("adaptive-avg-pool3d-avg-pool3d", "def f(x):\n    return F.adaptive_avg_pool3d(x, " + text + ")\n",
-           "F.adaptive_avg_pool3d(x, " + text + ")", pool3d_inputs(False), round_off(1e-6, 1e-14, 1e-6, 1e-14),
-           data_for=pool_shape_data, refused_when=not_dividing(*size))
-      for text, size in (("(2, 4, 2)", (2, 4, 2)), ("(1, None, 3)", (1, None, 3)), ("2", (2, 2, 2)))],
-    Case("adaptive-avg-pool3d-avg-pool3d", POOL_MODULE.format(cls="AdaptiveAvgPool3d", size="(2, 2, 3)"),
-         "self.pool(x)", pool3d_inputs(False), round_off(1e-6, 1e-14, 1e-6, 1e-14), data_for=pool_shape_data,
-         refused_when=not_dividing(2, 2, 3)),
-    *[Case("adaptive-max-pool3d-max-pool3d", "def f(x):\n    return F.adaptive_max_pool3d(x, " + text + ")\n",
-           "F.adaptive_max_pool3d(x, " + text + ")", pool3d_inputs(True), identical, data_for=pool_shape_data,
-           refused_when=not_dividing(*size))
-      for text, size in (("(2, 4, 2)", (2, 4, 2)), ("(None, 1, 3)", (None, 1, 3)))],
-    Case("adaptive-max-pool3d-max-pool3d", POOL_MODULE.format(cls="AdaptiveMaxPool3d", size="output_size=2"),
-         "self.pool(x)", pool3d_inputs(True), identical, data_for=pool_shape_data,
-         refused_when=not_dividing(2, 2, 2)),
-    Case("special-ndtri-erfinv", "def f(p):\n    return torch.special.ndtri(p)\n", "torch.special.ndtri(p)",
-         ndtri_inputs, ndtri_bound),
-    Case("interpolate-bilinear-without-antialias",
-         "def f(x, size):\n    return F.interpolate(x, size=size, mode=\"bilinear\", antialias=True)\n",
-         "F.interpolate(x, size=size, mode=\"bilinear\", antialias=True)", interpolate_inputs,
-         within_range(1.0, bilinear=True), ops=["aten::_upsample_bilinear2d_aa.vec"], data={"torch": "2.6.0"}),
-    Case("interpolate-bicubic-without-antialias",
-         "def f(x, size):\n    return F.interpolate(x, size, None, \"bicubic\", False, antialias=True)\n",
-         "F.interpolate(x, size, None, \"bicubic\", False, antialias=True)", interpolate_inputs,
-         within_range(2.0, bilinear=False), ops=["aten::_upsample_bicubic2d_aa.vec"], data={"torch": "2.7.0"}),
-    *[Case("linalg-cpu-round-trip", f"def f(a, sym):\n    return {call}\n", call, matrices, identical)
-      for call in ("torch.linalg.svdvals(a)", "torch.linalg.eigvalsh(sym, UPLO=\"U\")", "torch.linalg.eigvals(a)",
-                   "torch.linalg.matrix_exp(a)", "torch.linalg.matrix_rank(a, hermitian=False)",
-                   "torch.linalg.cond(a)", "torch.linalg.matrix_norm(a, ord=2)", "torch.linalg.norm(a, 2, (-2, -1))")],
-    *[Case("linalg-decomposition-cpu-round-trip", f"def f(a, sym):\n    return {call}.{field}\n", call, matrices,
-           identical) for call, field in (("torch.linalg.eigh(sym)", "eigenvalues"),
-                                          ("torch.linalg.eigh(sym, \"U\")", "eigenvectors"),
-                                          ("torch.linalg.svd(a, full_matrices=False)", "S"),
-                                          ("torch.linalg.eig(a)", "eigenvalues"))],
-    Case("linalg-decomposition-cpu-round-trip", "def f(a, sym):\n    return torch.linalg.svd(a)[2]\n",
-         "torch.linalg.svd(a)", matrices, identical),
-    Case("lstsq-cpu-round-trip", "def f(a, b):\n    return torch.linalg.lstsq(a, b).solution\n",
-         "torch.linalg.lstsq(a, b)", lstsq_inputs, round_off(1e-5, 1e-12, 1e-6, 1e-12)),
-    Case("mode-cpu-round-trip", "def f(x):\n    return torch.mode(x, dim=-1).values\n", "torch.mode(x, dim=-1)",
-         labels_inputs, identical),
+    *[
+        Case(
+            "logspace-pow-linspace",
+            f"def f(s, e, n, b):\n    return torch.logspace(s, e, n, base=b{dtype})\n",
+            f"torch.logspace(s, e, n, base=b{dtype})",
+            logspace_inputs,
+            ulps(8),
+        )
+        for dtype in (
+            "",
+            ", dtype=torch.float32",
+            ", dtype=torch.float64",
+            ", dtype=torch.float16",
+            ", dtype=torch.bfloat16",
+        )
+    ],
+    Case(
+        "logspace-pow-linspace",
+        "def f(s, e, n, b):\n    return torch.logspace(s, e, n)\n",
+        "torch.logspace(s, e, n)",
+        logspace_inputs,
+        ulps(8),
+    ),
+    Case(
+        "log-ndtr-erfcx",
+        "def f(x):\n    return torch.special.log_ndtr(x)\n",
+        "torch.special.log_ndtr(x)",
+        log_ndtr_inputs,
+        ulps(8),
+    ),
+    Case(
+        "pdist-cdist-triu",
+        "def f(x, q):\n    return F.pdist(x, q)\n",
+        "F.pdist(x, q)",
+        pdist_inputs,
+        round_off(1e-5, 1e-12, 1e-6, 1e-12),
+    ),
+    Case(
+        "pdist-cdist-triu",
+        "def f(x, q):\n    return torch.pdist(x)\n",
+        "torch.pdist(x)",
+        pdist_inputs,
+        round_off(1e-5, 1e-12, 1e-6, 1e-12),
+    ),
+    *[
+        Case(
+            "adaptive-avg-pool3d-avg-pool3d",
+            "def f(x):\n    return F.adaptive_avg_pool3d(x, " + text + ")\n",
+            "F.adaptive_avg_pool3d(x, " + text + ")",
+            pool3d_inputs(False),
+            round_off(1e-6, 1e-14, 1e-6, 1e-14),
+            data_for=pool_shape_data,
+            refused_when=not_dividing(*size),
+        )
+        for text, size in (("(2, 4, 2)", (2, 4, 2)), ("(1, None, 3)", (1, None, 3)), ("2", (2, 2, 2)))
+    ],
+    Case(
+        "adaptive-avg-pool3d-avg-pool3d",
+        POOL_MODULE.format(cls="AdaptiveAvgPool3d", size="(2, 2, 3)"),
+        "self.pool(x)",
+        pool3d_inputs(False),
+        round_off(1e-6, 1e-14, 1e-6, 1e-14),
+        data_for=pool_shape_data,
+        refused_when=not_dividing(2, 2, 3),
+    ),
+    *[
+        Case(
+            "adaptive-max-pool3d-max-pool3d",
+            "def f(x):\n    return F.adaptive_max_pool3d(x, " + text + ")\n",
+            "F.adaptive_max_pool3d(x, " + text + ")",
+            pool3d_inputs(True),
+            identical,
+            data_for=pool_shape_data,
+            refused_when=not_dividing(*size),
+        )
+        for text, size in (("(2, 4, 2)", (2, 4, 2)), ("(None, 1, 3)", (None, 1, 3)))
+    ],
+    Case(
+        "adaptive-max-pool3d-max-pool3d",
+        POOL_MODULE.format(cls="AdaptiveMaxPool3d", size="output_size=2"),
+        "self.pool(x)",
+        pool3d_inputs(True),
+        identical,
+        data_for=pool_shape_data,
+        refused_when=not_dividing(2, 2, 2),
+    ),
+    Case(
+        "special-ndtri-erfinv",
+        "def f(p):\n    return torch.special.ndtri(p)\n",
+        "torch.special.ndtri(p)",
+        ndtri_inputs,
+        ndtri_bound,
+    ),
+    Case(
+        "interpolate-bilinear-without-antialias",
+        'def f(x, size):\n    return F.interpolate(x, size=size, mode="bilinear", antialias=True)\n',
+        'F.interpolate(x, size=size, mode="bilinear", antialias=True)',
+        interpolate_inputs,
+        within_range(1.0, bilinear=True),
+        ops=["aten::_upsample_bilinear2d_aa.vec"],
+        data={"torch": "2.6.0"},
+    ),
+    Case(
+        "interpolate-bicubic-without-antialias",
+        'def f(x, size):\n    return F.interpolate(x, size, None, "bicubic", False, antialias=True)\n',
+        'F.interpolate(x, size, None, "bicubic", False, antialias=True)',
+        interpolate_inputs,
+        within_range(2.0, bilinear=False),
+        ops=["aten::_upsample_bicubic2d_aa.vec"],
+        data={"torch": "2.7.0"},
+    ),
+    *[
+        Case("linalg-cpu-round-trip", f"def f(a, sym):\n    return {call}\n", call, matrices, identical)
+        for call in (
+            "torch.linalg.svdvals(a)",
+            'torch.linalg.eigvalsh(sym, UPLO="U")',
+            "torch.linalg.eigvals(a)",
+            "torch.linalg.matrix_exp(a)",
+            "torch.linalg.matrix_rank(a, hermitian=False)",
+            "torch.linalg.cond(a)",
+            "torch.linalg.matrix_norm(a, ord=2)",
+            "torch.linalg.norm(a, 2, (-2, -1))",
+        )
+    ],
+    *[
+        Case(
+            "linalg-decomposition-cpu-round-trip",
+            f"def f(a, sym):\n    return {call}.{field}\n",
+            call,
+            matrices,
+            identical,
+        )
+        for call, field in (
+            ("torch.linalg.eigh(sym)", "eigenvalues"),
+            ('torch.linalg.eigh(sym, "U")', "eigenvectors"),
+            ("torch.linalg.svd(a, full_matrices=False)", "S"),
+            ("torch.linalg.eig(a)", "eigenvalues"),
+        )
+    ],
+    Case(
+        "linalg-decomposition-cpu-round-trip",
+        "def f(a, sym):\n    return torch.linalg.svd(a)[2]\n",
+        "torch.linalg.svd(a)",
+        matrices,
+        identical,
+    ),
+    Case(
+        "lstsq-cpu-round-trip",
+        "def f(a, b):\n    return torch.linalg.lstsq(a, b).solution\n",
+        "torch.linalg.lstsq(a, b)",
+        lstsq_inputs,
+        round_off(1e-5, 1e-12, 1e-6, 1e-12),
+    ),
+    Case(
+        "mode-cpu-round-trip",
+        "def f(x):\n    return torch.mode(x, dim=-1).values\n",
+        "torch.mode(x, dim=-1)",
+        labels_inputs,
+        identical,
+    ),
     Case("mode-cpu-round-trip", "def f(x):\n    return x.mode(0)[1]\n", "x.mode(0)", labels_inputs, identical),
-    Case("frexp-cpu-round-trip", "def f(x):\n    return torch.frexp(x).mantissa\n", "torch.frexp(x)", frexp_inputs,
-         identical),
+    Case(
+        "frexp-cpu-round-trip",
+        "def f(x):\n    return torch.frexp(x).mantissa\n",
+        "torch.frexp(x)",
+        frexp_inputs,
+        identical,
+    ),
     Case("frexp-cpu-round-trip", "def f(x):\n    return x.frexp()[1]\n", "x.frexp()", frexp_inputs, identical),
-    Case("poisson-cpu-round-trip", "def f(r):\n    return torch.poisson(r)\n", "torch.poisson(r)", rate_inputs,
-         identical, seeded=True),
-    Case("binomial-cpu-round-trip", "def f(n, q):\n    return torch.binomial(n, q)\n", "torch.binomial(n, q)",
-         binomial_inputs, identical, seeded=True),
-    Case("adaptive-pool3d-cpu-round-trip", POOL_MODULE.format(cls="AdaptiveAvgPool3d", size="(2, 3, 3)"),
-         "self.pool(x)", pool3d_inputs(False), identical),
-    Case("adaptive-pool3d-cpu-round-trip", "def f(x):\n    return F.adaptive_max_pool3d(x, 3)\n",
-         "F.adaptive_max_pool3d(x, 3)", pool3d_inputs(True), identical),
+    Case(
+        "poisson-cpu-round-trip",
+        "def f(r):\n    return torch.poisson(r)\n",
+        "torch.poisson(r)",
+        rate_inputs,
+        identical,
+        seeded=True,
+    ),
+    Case(
+        "binomial-cpu-round-trip",
+        "def f(n, q):\n    return torch.binomial(n, q)\n",
+        "torch.binomial(n, q)",
+        binomial_inputs,
+        identical,
+        seeded=True,
+    ),
+    Case(
+        "adaptive-pool3d-cpu-round-trip",
+        POOL_MODULE.format(cls="AdaptiveAvgPool3d", size="(2, 3, 3)"),
+        "self.pool(x)",
+        pool3d_inputs(False),
+        identical,
+    ),
+    Case(
+        "adaptive-pool3d-cpu-round-trip",
+        "def f(x):\n    return F.adaptive_max_pool3d(x, 3)\n",
+        "F.adaptive_max_pool3d(x, 3)",
+        pool3d_inputs(True),
+        identical,
+    ),
 ]
 
 

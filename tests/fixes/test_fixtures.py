@@ -4,8 +4,10 @@ Each `fixtures/<name>.in.py` names the entry it exercises (`# fix:`), the target
 check it for (`# targets:`), and optionally the input shapes a trace capture would record
 (`# arg-shapes:`) or a `[tool.atenlint]` table (`# config:`). The test analyses it with the
 real engine, applies that entry's fix wherever atenlint offers it, and compares the result
-with `<name>.out.py` (and `.out.toml` for a config edit). Regenerate with
-ATENLINT_UPDATE_GOLDEN=1 and review the diff.
+with `<name>.out.py` (and `.out.toml` for a config edit). The test only reads them: after
+an intended change, regenerate them with `python scripts/regen_golden.py` and review the diff.
+A fixture whose targets need a package of the `exporters` extra that is not installed is
+skipped, naming the package (it is never judged for fewer targets than it names).
 
 Self-consistency: for a rewrite, atenlint run on the result reports, for each target, the
 same findings as before minus the fixed ones (nothing at the rewritten calls, nothing new
@@ -14,15 +16,21 @@ anywhere), and every class is still analysed the same way.
 
 from __future__ import annotations
 
-import importlib.util
-
 import os
 from collections import Counter
 
 import pytest
+from fixes_support import (
+    BY_ID,
+    analyse,
+    load_fixtures,
+    missing_packages,
+    mps_releases,
+    run_fixture_fix,
+    write_workspace,
+)
 
 from atenlint.fixes.model import offered_in
-from fixes_support import BY_ID, analyse, apply_fix, load_fixtures, mps_releases, write_workspace
 
 FIXTURES = load_fixtures()
 
@@ -37,17 +45,10 @@ def _module_level(findings) -> Counter:
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.name for f in FIXTURES])
 def test_fixture(engine, tmp_path, monkeypatch, fixture):
-    targets = installed_targets(fixture.targets)
-    if not targets:
-        pytest.skip(f"needs the packages of {', '.join(fixture.targets)} (the exporters extra)")
-    _check(engine, tmp_path, monkeypatch, fixture, targets, fixture.mps_as_of, golden=True)
-
-
-def installed_targets(targets: tuple) -> tuple:
-    """The fixture's targets whose package is installed (Core ML's registry comes from
-    coremltools; without it the target only says it needs it)."""
-    needs = {"coreml": "coremltools", "onnx": "onnxscript"}  # onnx: findings of the default (dynamo) exporter
-    return tuple(t for t in targets if t not in needs or importlib.util.find_spec(needs[t]) is not None)
+    missing = missing_packages(fixture.targets)
+    if missing:
+        pytest.skip(f"targets {', '.join(fixture.targets)} need {', '.join(missing)} (the exporters extra)")
+    _check(engine, tmp_path, monkeypatch, fixture, fixture.targets, fixture.mps_as_of, golden=True)
 
 
 def _release_cases() -> list:
@@ -69,8 +70,7 @@ RELEASE_CASES = _release_cases()
 
 
 @pytest.mark.skipif(not RELEASE_CASES, reason="needs targets/data/mps_history.json")
-@pytest.mark.parametrize("fixture, release", RELEASE_CASES,
-                         ids=[f"{f.name}@{r}" for f, r in RELEASE_CASES] or None)
+@pytest.mark.parametrize("fixture, release", RELEASE_CASES, ids=[f"{f.name}@{r}" for f, r in RELEASE_CASES] or None)
 def test_fixture_on_mps_release(engine, tmp_path, monkeypatch, fixture, release):
     """The entry's torch range holds at its ends: with the MPS kernels of that release the
     original call is reported and the rewrite is clean."""
@@ -81,28 +81,30 @@ def _check(engine, tmp_path, monkeypatch, fixture, targets, mps_as_of, golden: b
     entry = BY_ID[fixture.entry]
     before_root = tmp_path / "before"
     before_root.mkdir()
-    case = write_workspace(str(before_root), fixture.source, fixture.config)
-    before = analyse(engine, str(before_root), targets, fixture.config, fixture.arg_shapes,
-                     mps_as_of, monkeypatch, fixture.flags)
-    texts, fixed = apply_fix(before, entry.id)
+    outcome = run_fixture_fix(engine, str(before_root), fixture, targets, mps_as_of, monkeypatch)
+    before, fixed, new_source = outcome.before, outcome.fixed, outcome.new_source
     for target in targets:
-        assert any(f.target == target for f in fixed), \
+        assert any(f.target == target for f in fixed), (
             f"{entry.id} was offered for no {target} finding in {fixture.name}.in.py"
+        )
 
-    new_source = texts.get(case, fixture.source)
-    config_path = os.path.join(str(before_root), "pyproject.toml")
     if golden:
-        _compare_or_update(fixture.out_path, new_source)
-        if config_path in texts:
-            _compare_or_update(fixture.out_config_path, texts[config_path])
+        _assert_golden(fixture.out_path, new_source, fixture.name)
+        if outcome.new_config is not None:
+            _assert_golden(fixture.out_config_path, outcome.new_config, fixture.name)
+        else:
+            assert not os.path.exists(fixture.out_config_path), (
+                f"{fixture.name}: the fix no longer edits pyproject.toml (python scripts/regen_golden.py {fixture.name})"
+            )
     if entry.kind != "rewrite":
         return
 
     after_root = tmp_path / "after"
     after_root.mkdir()
     write_workspace(str(after_root), new_source, fixture.config)
-    after = analyse(engine, str(after_root), targets, fixture.config, fixture.arg_shapes,
-                    mps_as_of, monkeypatch, fixture.flags)
+    after = analyse(
+        engine, str(after_root), targets, fixture.config, fixture.arg_shapes, mps_as_of, monkeypatch, fixture.flags
+    )
     remaining = Counter(_key(f) for f in before if f.target) - Counter(_key(f) for f in fixed)
     assert Counter(_key(f) for f in after if f.target) == remaining
     # The rewrite must not cost the analysis: same classes analysed, by the same capture.
@@ -110,9 +112,8 @@ def _check(engine, tmp_path, monkeypatch, fixture, targets, mps_as_of, golden: b
     assert Counter(f.capture for f in after if f.target) <= Counter(f.capture for f in before if f.target)
 
 
-def _compare_or_update(path: str, actual: str) -> None:
-    if os.environ.get("ATENLINT_UPDATE_GOLDEN") or not os.path.exists(path):
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(actual)
+def _assert_golden(path: str, actual: str, name: str) -> None:
+    regen = f"python scripts/regen_golden.py {name}"
+    assert os.path.exists(path), f"no {path}: run {regen}"
     with open(path, encoding="utf-8", newline="") as handle:
-        assert actual == handle.read()
+        assert actual == handle.read(), f"{path} differs (after an intended change: {regen})"

@@ -10,7 +10,6 @@ from atenlint.fixes.edits import EncodedText, LineIndex, OverlapError, TextEdit,
 from atenlint.fixes.template import RenderError, Value, expand_optional, parse_value, render, trimmed_edit
 from atenlint.sourcetext import Position
 
-
 # -- positions ---------------------------------------------------------------------------
 
 
@@ -58,7 +57,7 @@ def test_edits_keep_every_other_byte():
     edit = TextEdit(start, start + len("torch.take(x, i)"), "x.reshape(-1)[i]")
     result = encoded.with_edits([edit])
     prefix = source[:start].encode("latin-1")
-    suffix = source[start + len("torch.take(x, i)"):].encode("latin-1")
+    suffix = source[start + len("torch.take(x, i)") :].encode("latin-1")
     assert result == prefix + b"x.reshape(-1)[i]" + suffix
 
 
@@ -83,23 +82,28 @@ def value(text: str) -> Value:
     return Value(text, parse_value(text))
 
 
-@pytest.mark.parametrize("argument, expected", [
-    ("x", "x.reshape(-1)[i]"),
-    ("a + b", "(a + b).reshape(-1)[i]"),
-    ("-x", "(-x).reshape(-1)[i]"),
-    ("3", "(3).reshape(-1)[i]"),
-    ("self.table[0]", "self.table[0].reshape(-1)[i]"),
-    ("f(\n    a,  # why\n)", "f(\n    a,  # why\n).reshape(-1)[i]"),
-    ("a if c else b", "(a if c else b).reshape(-1)[i]"),
-    ("(x for x in y)", "((x for x in y)).reshape(-1)[i]"),
-])
+@pytest.mark.parametrize(
+    "argument, expected",
+    [
+        ("x", "x.reshape(-1)[i]"),
+        ("a + b", "(a + b).reshape(-1)[i]"),
+        ("-x", "(-x).reshape(-1)[i]"),
+        ("3", "(3).reshape(-1)[i]"),
+        ("self.table[0]", "self.table[0].reshape(-1)[i]"),
+        ("f(\n    a,  # why\n)", "f(\n    a,  # why\n).reshape(-1)[i]"),
+        ("a if c else b", "(a if c else b).reshape(-1)[i]"),
+        ("(x for x in y)", "((x for x in y)).reshape(-1)[i]"),
+    ],
+)
 def test_arguments_get_parentheses_only_where_needed(argument, expected):
     assert render("{input}.reshape(-1)[{index}]", {"input": value(argument), "index": value("i")}) == expected
 
 
 def test_arguments_in_call_positions_stay_as_written():
-    rendered = render("{torch}.where({input} == 0, {values}, {input})",
-                      {"torch": Value("th"), "input": value("a + b"), "values": value("v if c else w")})
+    rendered = render(
+        "{torch}.where({input} == 0, {values}, {input})",
+        {"torch": Value("th"), "input": value("a + b"), "values": value("v if c else w")},
+    )
     assert rendered == "th.where((a + b) == 0, v if c else w, a + b)"
 
 
@@ -113,13 +117,16 @@ def test_optional_groups_keep_only_written_arguments():
     assert expand_optional(template, {"a", "device"}) == "f({a}, device={device})"
 
 
-@pytest.mark.parametrize("old, new, expected", [
-    ("x", "x.cpu()", (1, 1, ".cpu()")),
-    ("torch.take(x, i)", "x.reshape(-1)[i]", (0, 16, "x.reshape(-1)[i]")),
-    ("torch.logspace(0, 3)", "torch.pow(10.0, torch.linspace(0, 3))", (6, 19, "pow(10.0, torch.linspace(0, 3)")),
-    ("self.pool(x)", "F.avg_pool3d(x, (2, 2, 2))", (0, 11, "F.avg_pool3d(x, (2, 2, 2)")),
-    ("alpha", "alphabet", (0, 5, "alphabet")),
-])
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ("x", "x.cpu()", (1, 1, ".cpu()")),
+        ("torch.take(x, i)", "x.reshape(-1)[i]", (0, 16, "x.reshape(-1)[i]")),
+        ("torch.logspace(0, 3)", "torch.pow(10.0, torch.linspace(0, 3))", (6, 19, "pow(10.0, torch.linspace(0, 3)")),
+        ("self.pool(x)", "F.avg_pool3d(x, (2, 2, 2))", (0, 11, "F.avg_pool3d(x, (2, 2, 2)")),
+        ("alpha", "alphabet", (0, 5, "alphabet")),
+    ],
+)
 def test_trimmed_edits_never_split_a_name(old, new, expected):
     head, tail, piece = trimmed_edit(old, new)
     assert (head, tail, piece) == expected

@@ -20,16 +20,26 @@ from __future__ import annotations
 import ast
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, ClassVar
 
 from atenlint.findings import Finding
 from atenlint.sourcetext import Position, Range
 
-JUDGED = {"torch.take": "aten::take", "torch.heaviside": "aten::heaviside.out",
-          "torch.special.ndtri": "aten::special_ndtri.out"}
-_IMPORT = re.compile(r"^\s*(?:from\s+(\w+)\s+import|import\s+(\w+))", re.M)
+JUDGED = {
+    "torch.take": "aten::take",
+    "torch.heaviside": "aten::heaviside.out",
+    "torch.special.ndtri": "aten::special_ndtri.out",
+}
+_IMPORT = re.compile(r"^\s*(?:from\s+(\w+)\s+import|import\s+(\w+))", re.MULTILINE)
+
+
+# With `slow_target` set, these calls are also findings of that (export) target, which a
+# partial capture does not judge yet (the real engine's dispatcher view comes first).
+SLOW_JUDGED = {"torch.take": "aten::take"}
+FAST_TARGET = "mps"
 
 
 @dataclass
@@ -37,6 +47,8 @@ class FakeCapture:
     path: str
     found: list = field(default_factory=list)
     imported: list = field(default_factory=list)
+    views: frozenset | None = None  # a partial capture: only the fast target's findings
+    settings: object = None
 
 
 class _Resolver:
@@ -49,18 +61,47 @@ class _Resolver:
 
 class FakeEngine:
     torch_version = "fake"
-    hello: dict = {}
+    hello: ClassVar[dict[str, Any]] = {}
 
-    def __init__(self, delay: float = 0.002):
+    def __init__(self, delay: float = 0.002, slow_target: str | None = None):
         self.delay = delay
         self.resolver = _Resolver()
         self.captures = 0
+        # The export target judged after the fast one, like the real engine's onnx/executorch
+        # beside mps: a capture then offers the fast findings first (`on_partial`).
+        self.slow_target = slow_target
+        self.before_partial = threading.Event()  # tests hold a capture here ...
+        self.after_partial = threading.Event()  # ... or between its partial and full answer
+        self.before_partial.set()
+        self.after_partial.set()
+        self.partials = 0
 
-    def capture_static(self, path: str, text: Optional[str] = None, display=None) -> FakeCapture:
+    def fast_targets(self, settings) -> list:
+        return [_Named(FAST_TARGET)]
+
+    def capture_static(self, path: str, text: str | None = None, display=None) -> FakeCapture:
         return self.capture(path, text=text, execute=False)
 
-    def capture(self, path: str, text: Optional[str] = None, overlays: Optional[dict] = None, display=None,
-                execute: bool = True) -> FakeCapture:
+    def capture(
+        self,
+        path: str,
+        text: str | None = None,
+        overlays: dict | None = None,
+        display=None,
+        execute: bool = True,
+        on_partial=None,
+    ) -> FakeCapture:
+        result = self._capture(path, text, overlays, execute)
+        if on_partial is not None and self.slow_target and execute:
+            assert self.before_partial.wait(30), "the test never released the capture"
+            self.partials += 1
+            on_partial(
+                FakeCapture(result.path, list(result.found), list(result.imported), views=frozenset({"dispatch"}))
+            )
+            assert self.after_partial.wait(30), "the test never released the capture"
+        return result
+
+    def _capture(self, path: str, text: str | None, overlays: dict | None, execute: bool) -> FakeCapture:
         self.captures += 1
         time.sleep(self.delay)  # a check takes a while: edits and saves land while it runs
         path = os.path.abspath(path)
@@ -71,8 +112,11 @@ class FakeEngine:
             return result
         problem = _syntax_error(text)
         if problem is not None:
-            result.found.append(_finding(path, problem[0], problem[1], "ATL001", "error",
-                                         f"Python cannot parse this file: {problem[2]}"))
+            result.found.append(
+                _finding(
+                    path, problem[0], problem[1], "ATL001", "error", f"Python cannot parse this file: {problem[2]}"
+                )
+            )
             return result
         if not execute:
             # Like the real static pass: it follows the imports to read helpers and base
@@ -80,7 +124,7 @@ class FakeEngine:
             reached = {path: text}
             self._read_imports(path, text, overlays, reached)
             for where, content in reached.items():
-                result.found.extend(_judged(where, content))
+                result.found.extend(_judged(where, content, self.slow_target))
             return result
         reached: dict[str, str] = {path: text}
         failure = self._import(path, text, overlays, reached)
@@ -88,15 +132,15 @@ class FakeEngine:
             line, message = failure
             result.found.append(_finding(path, line, 0, "ATL002", "warning", message))
             # like the real worker: the static pass still reads the file itself
-            result.found.extend(_judged(path, text))
+            result.found.extend(_judged(path, text, self.slow_target))
             result.imported = [p for p in reached if p != path]
             return result
         for where, content in reached.items():
-            result.found.extend(_judged(where, content))
+            result.found.extend(_judged(where, content, self.slow_target))
         result.imported = [p for p in reached if p != path]
         return result
 
-    def _import(self, path, text, overlays, reached, root_line=None) -> Optional[tuple]:
+    def _import(self, path, text, overlays, reached, root_line=None) -> tuple | None:
         """Load what `text` imports; (line of the checked file's import, message) when it fails."""
         folder = os.path.dirname(path)
         for match in _IMPORT.finditer(text):
@@ -132,6 +176,8 @@ class FakeEngine:
         out, seen = [], set()
         for capture in captures:
             for finding in capture.found:
+                if capture.views is not None and finding.target not in (None, FAST_TARGET):
+                    continue  # a partial capture is judged by the fast target only
                 if finding.identity() not in seen:
                     seen.add(finding.identity())
                     out.append(finding)
@@ -141,7 +187,7 @@ class FakeEngine:
         return []
 
 
-def _read(path: str) -> Optional[str]:
+def _read(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
@@ -149,7 +195,7 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def _syntax_error(text: str) -> Optional[tuple]:
+def _syntax_error(text: str) -> tuple | None:
     try:
         ast.parse(text)
     except SyntaxError as error:
@@ -157,19 +203,49 @@ def _syntax_error(text: str) -> Optional[tuple]:
     return None
 
 
-def _judged(path: str, text: str) -> list:
+def _judged(path: str, text: str, slow_target: str | None = None) -> list:
     out = []
     for number, line in enumerate(text.splitlines()):
         for call, op in JUDGED.items():
             column = line.find(call + "(")
             if column >= 0:
-                out.append(_finding(path, number, column, "MPS001", "warning",
-                                    f"`{call}` reaches `{op}`, which has no MPS kernel", target="mps",
-                                    ops=[op], width=len(call)))
+                out.append(
+                    _finding(
+                        path,
+                        number,
+                        column,
+                        "MPS001",
+                        "warning",
+                        f"`{call}` reaches `{op}`, which has no MPS kernel",
+                        target=FAST_TARGET,
+                        ops=[op],
+                        width=len(call),
+                    )
+                )
+        for call, op in SLOW_JUDGED.items() if slow_target else ():
+            column = line.find(call + "(")
+            if column >= 0:
+                out.append(
+                    _finding(
+                        path,
+                        number,
+                        column,
+                        "ONNX001",
+                        "error",
+                        f"`{call}` reaches `{op}`, which {slow_target} cannot export",
+                        target=slow_target,
+                        ops=[op],
+                        width=len(call),
+                    )
+                )
     return out
+
+
+@dataclass
+class _Named:
+    name: str
 
 
 def _finding(path, line, column, code, severity, message, target=None, ops=(), width=1) -> Finding:
     rng = Range(Position(line or 0, column), Position(line or 0, column + width))
-    return Finding(os.path.basename(path), rng, severity, code, message, target=target, ops=list(ops),
-                   abs_path=path)
+    return Finding(os.path.basename(path), rng, severity, code, message, target=target, ops=list(ops), abs_path=path)

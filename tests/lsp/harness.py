@@ -7,7 +7,7 @@ import asyncio
 import os
 import shutil
 import sys
-from typing import Optional
+from collections.abc import Callable
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -29,31 +29,38 @@ def register_extras(client: LanguageClient) -> None:
     """What real editors answer that pytest-lsp's client does not by default."""
     client.statuses = []
     client.versions = {}
+    client.published = asyncio.Event()  # set (and replaced) at every publish: waits wake on it
 
     client.protocol.fm.features.pop(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
 
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def publish(params):  # noqa: ANN001 - keep the version each publish was for
+    def publish(params):  # keeps the version each publish was for
         client.diagnostics[params.uri] = params.diagnostics
         client.versions[params.uri] = params.version
+        client.published.set()
+        client.published = asyncio.Event()
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def register(params):  # noqa: ANN001
+    def register(params):
         return None
 
     @client.feature("atenlint/status")
-    def status(params):  # noqa: ANN001
+    def status(params):
         client.statuses.append(params._asdict() if hasattr(params, "_asdict") else dict(params))
 
 
-async def start(client: LanguageClient, spec: str, root: str, options: Optional[dict] = None) -> None:
+async def start(client: LanguageClient, spec: str, root: str, options: dict | None = None) -> None:
     register_extras(client)
-    client.server_caps = (await client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities(spec),
-        root_uri=from_fs_path(root),
-        workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(root), name="ws")],
-        initialization_options=options or {},
-    ))).capabilities
+    client.server_caps = (
+        await client.initialize_session(
+            types.InitializeParams(
+                capabilities=client_capabilities(spec),
+                root_uri=from_fs_path(root),
+                workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(root), name="ws")],
+                initialization_options=options or {},
+            )
+        )
+    ).capabilities
 
 
 def uses_pull(client: LanguageClient) -> bool:
@@ -64,24 +71,30 @@ def uri_of(path: str) -> str:
     return from_fs_path(path)
 
 
-def open_file(client: LanguageClient, path: str, text: Optional[str] = None, version: int = 1) -> str:
+def open_file(client: LanguageClient, path: str, text: str | None = None, version: int = 1) -> str:
     uri = uri_of(path)
     if text is None:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     client.diagnostics.pop(uri, None)
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
     return uri
 
 
 def replace_text(client: LanguageClient, uri: str, text: str, version: int) -> None:
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
 
 
-def save(client: LanguageClient, uri: str, path: Optional[str] = None, text: Optional[str] = None) -> None:
+def save(client: LanguageClient, uri: str, path: str | None = None, text: str | None = None) -> None:
     if path is not None and text is not None:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -92,15 +105,34 @@ def save(client: LanguageClient, uri: str, path: Optional[str] = None, text: Opt
 async def diagnostics(client: LanguageClient, uri: str, timeout: float = 90.0) -> list[types.Diagnostic]:
     """The document's current diagnostics: pulled, or the next push."""
     if uses_pull(client):
-        report = await asyncio.wait_for(client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-            text_document=types.TextDocumentIdentifier(uri))), timeout)
+        report = await asyncio.wait_for(
+            client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+            ),
+            timeout,
+        )
         return list(report.items)
-    deadline = asyncio.get_running_loop().time() + timeout
-    while uri not in client.diagnostics:
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"no diagnostics for {uri} within {timeout}s")
-        await asyncio.sleep(0.05)
+    if not await until_published(client, lambda: uri in client.diagnostics, timeout):
+        raise TimeoutError(f"no diagnostics for {uri} within {timeout}s")
     return list(client.diagnostics[uri])
+
+
+async def until_published(client: LanguageClient, condition: Callable[[], bool], timeout: float) -> bool:
+    """Wait until `condition()` holds, re-checking it at each publishDiagnostics (no polling);
+    False when `timeout` seconds pass first."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        published = client.published  # taken before the check: a publish after it sets this one
+        if condition():
+            return True
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return False
+        try:
+            await asyncio.wait_for(published.wait(), remaining)
+        except asyncio.TimeoutError:
+            return condition()
 
 
 def apply_edits(text: str, edits: list[types.TextEdit], encoding: str = "utf-16") -> str:
@@ -118,7 +150,7 @@ def apply_edits(text: str, edits: list[types.TextEdit], encoding: str = "utf-16"
             column = index
         elif encoding == "utf-8":
             column = len(line_text.encode("utf-8")[:column].decode("utf-8", errors="ignore"))
-        return sum(len(x) for x in lines[:position.line]) + column
+        return sum(len(x) for x in lines[: position.line]) + column
 
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
         start, end = offset(edit.range.start), offset(edit.range.end)
@@ -135,11 +167,11 @@ def encoding_of(client: LanguageClient) -> str:
 async def published_until(client: LanguageClient, uri: str, predicate, timeout: float = 90.0) -> list:
     """Wait for a push whose diagnostics satisfy `predicate` (later analyses may refine
     what an earlier publish said)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
+
+    def satisfied() -> bool:
         items = client.diagnostics.get(uri)
-        if items is not None and predicate(list(items)):
-            return list(items)
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"diagnostics for {uri} never satisfied the condition; last: {items}")
-        await asyncio.sleep(0.05)
+        return items is not None and bool(predicate(list(items)))
+
+    if not await until_published(client, satisfied, timeout):
+        raise TimeoutError(f"diagnostics for {uri} never satisfied the condition; last: {client.diagnostics.get(uri)}")
+    return list(client.diagnostics[uri])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Optional
 
 from atenlint.engine import SourceCache
 from atenlint.lsp.session import Session, analysis_input, split_run_notes
@@ -48,8 +47,11 @@ async def settle(session: Session, timeout: float = 60.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        busy = [d for d in session.documents.values()
-                if d.pending or d.debounce is not None or (d.task is not None and not d.task.done())]
+        busy = [
+            d
+            for d in session.documents.values()
+            if d.pending or d.debounce is not None or (d.task is not None and not d.task.done())
+        ]
         if not busy:
             return
         if loop.time() > deadline:
@@ -62,8 +64,15 @@ async def settle(session: Session, timeout: float = 60.0) -> None:
 
 
 def finding_key(finding) -> tuple:
-    return (finding.code, finding.target, finding.range.start.line, finding.range.start.character,
-            finding.range.end.line, finding.range.end.character, finding.message)
+    return (
+        finding.code,
+        finding.target,
+        finding.range.start.line,
+        finding.range.start.character,
+        finding.range.end.line,
+        finding.range.end.character,
+        finding.message,
+    )
 
 
 class FreshCheck:
@@ -130,7 +139,7 @@ def write(path: str, text: str) -> None:
         handle.write(text)
 
 
-def read(path: str) -> Optional[str]:
+def read(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read()

@@ -33,8 +33,10 @@ def test_project_ignore_edits_the_nearest_pyproject(tmp_path):
 
 def test_factory_stub_goes_above_the_class_and_its_decorators():
     text = "import torch.nn as nn\n\n\n@register\nclass Net(nn.Module):\n    def __init__(self, dim, depth):\n"
-    rng, stub = convert.factory_stub_edit(SourceText(text), {
-        "range": Range(Position(4, 6), Position(4, 9)).as_json(), "class": "Net", "missing": ["dim", "depth"]})
+    rng, stub = convert.factory_stub_edit(
+        SourceText(text),
+        {"range": Range(Position(4, 6), Position(4, 9)).as_json(), "class": "Net", "missing": ["dim", "depth"]},
+    )
     assert rng.start.line == 3 and stub == "# atenlint: init=Net(dim=..., depth=...)\n"
 
 
@@ -50,9 +52,64 @@ def test_positions_convert_to_the_negotiated_encoding():
 def test_fix_all_takes_exact_rewrites_only_and_never_overlaps():
     source = SourceText(TEXT)
     edit = {"range": Range(Position(5, 15), Position(5, 31)).as_json(), "newText": "x.reshape(-1)[i]"}
-    data = [{"fixes": [{"kind": "rewrite", "exact": True, "edits": [edit]},
-                       {"kind": "rewrite", "exact": True, "edits": [edit]}]},
-            {"fixes": [{"kind": "rewrite", "exact": False, "edits": [dict(edit, newText="approx")]}]}]
+    data = [
+        {
+            "fixes": [
+                {"kind": "rewrite", "exact": True, "edits": [edit]},
+                {"kind": "rewrite", "exact": True, "edits": [edit]},
+            ]
+        },
+        {"fixes": [{"kind": "rewrite", "exact": False, "edits": [dict(edit, newText="approx")]}]},
+    ]
     action = convert.fix_all_action("file:///m.py", source, data, convert.Encoding())
     (text_edit,) = action.edit.changes["file:///m.py"]
     assert text_edit.new_text == "x.reshape(-1)[i]" and action.kind == convert.FIX_ALL_KIND
+
+
+def test_diagnostic_data_carries_what_code_actions_read_and_nothing_unset():
+    from atenlint.findings import Finding
+
+    finding = Finding(
+        "m.py",
+        Range(Position(4, 6), Position(4, 9)),
+        "information",
+        "ATL003",
+        "not built",
+        module="m.Net",
+        abs_path="/w/m.py",
+        data={"class": "Net", "key": "m.Net", "missing": ["dim"]},
+    )
+    data = convert.diagnostic_data(finding)
+    assert (data["class"], data["key"], data["missing"], data["path"]) == ("Net", "m.Net", ["dim"], "/w/m.py")
+    assert "config" not in data  # nothing sets it: no key a reader would wait for in vain
+    [action] = [
+        a
+        for a in convert.code_actions(
+            "file:///w/m.py",
+            "class Net:\n" * 6,
+            [],
+            ["quickfix"],
+            convert.Encoding(),
+            [],
+            types.Range(types.Position(4, 7), types.Position(4, 7)),
+            [(convert.diagnostic(finding, None, convert.Encoding()), data)],
+        )
+        if a.title.startswith("Add a factory")
+    ]
+    [edit] = action.edit.changes["file:///w/m.py"]
+    assert edit.new_text == "# atenlint: init=Net(dim=...)\n"
+
+
+def test_one_uri_builder_for_protocol_and_session():
+    from atenlint.lsp import session
+    from atenlint.uris import path_uri
+
+    assert path_uri("/w/My Model.py") == "file:///w/My%20Model.py"
+    assert session.path_uri is path_uri
+    assert convert.path_uri is path_uri
+
+
+def test_encoding_names_from_the_client_are_read_once():
+    assert convert.Encoding(types.PositionEncodingKind.Utf8).name == "utf-8"
+    assert convert.Encoding("UTF-32").name == "utf-32"
+    assert convert.Encoding("utf-7").name == "utf-16"  # not negotiable: LSP's default

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 import threading
 
 import pytest
+from harness import SERVER, WORKSPACE, copy_workspace, open_file, save, start
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
@@ -15,9 +17,8 @@ from pytest_lsp.client import make_test_lsp_client
 
 from atenlint.engine import SourceCache
 from atenlint.lsp.convert import headline
-from harness import SERVER, WORKSPACE, copy_workspace, open_file, save, start
 
-BASE = open(os.path.join(WORKSPACE, "model.py"), encoding="utf-8").read()
+BASE = pathlib.Path(WORKSPACE, "model.py").read_text(encoding="utf-8")
 BODY_START = BASE.splitlines().index("    def forward(self, x, index):") + 1
 SNIPPETS = [
     "        y = torch.heaviside(x, x)\n",
@@ -74,15 +75,19 @@ def _edit(lines: list[str], kind: str, where: int, snippet: str):
     if kind == "insert":
         lines.insert(line, snippet)
         return types.TextDocumentContentChangePartial(
-            range=types.Range(types.Position(line, 0), types.Position(line, 0)), text=snippet)
+            range=types.Range(types.Position(line, 0), types.Position(line, 0)), text=snippet
+        )
     if line >= len(lines) or line < BODY_START:
         return None
     del lines[line]
     return types.TextDocumentContentChangePartial(
-        range=types.Range(types.Position(line, 0), types.Position(line + 1, 0)), text="")
+        range=types.Range(types.Position(line, 0), types.Position(line + 1, 0)), text=""
+    )
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))  # the session property test does 1,000+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=list(HealthCheck)
+)  # the session property test does 1,000+
 @given(operations=st.lists(operation, min_size=1, max_size=8))
 def test_final_diagnostics_match_a_fresh_check(session, engine, operations):
     client, root, runner = session["client"], session["root"], session["runner"]
@@ -95,26 +100,35 @@ def test_final_diagnostics_match_a_fresh_check(session, engine, operations):
     runner.run(_reopen(client, path, session["version"]))
     for kind, where, snippet in operations:
         if kind == "save":
-            client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri)))
+            client.text_document_did_save(
+                types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri))
+            )
             continue
         change = _edit(lines, kind, where, snippet)
         if change is None:
             continue
         session["version"] += 1
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=session["version"]),
-            content_changes=[change]))
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=session["version"]),
+                content_changes=[change],
+            )
+        )
     final = "".join(lines)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(final)
     actual = runner.run(_save_and_wait(client, uri, session["version"]))
     capture = engine.capture(path, text=final)
-    expected = [f for f in engine.findings([capture], SourceCache({path: final}))
-                if os.path.abspath(f.abs_path) == path]
-    assert sorted((d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character,
-                   d.message) for d in actual) == \
-        sorted((f.code, f.range.start.line, f.range.start.character, f.range.end.line, f.range.end.character,
-                headline(f)) for f in expected)
+    expected = [
+        f for f in engine.findings([capture], SourceCache({path: final})) if os.path.abspath(f.abs_path) == path
+    ]
+    assert sorted(
+        (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character, d.message)
+        for d in actual
+    ) == sorted(
+        (f.code, f.range.start.line, f.range.start.character, f.range.end.line, f.range.end.character, headline(f))
+        for f in expected
+    )
 
 
 async def _reopen(client, path, version):

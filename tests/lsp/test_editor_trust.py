@@ -10,16 +10,15 @@ import os
 
 import pytest
 import pytest_lsp
+from harness import SERVER, copy_workspace, diagnostics, open_file, published_until, register_extras, replace_text
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from harness import SERVER, copy_workspace, diagnostics, open_file, published_until, register_extras, replace_text
-
 # A module with top-level code. The worker's sandbox refuses its writes (ATL012), so the
 # imports are counted from the server's log: one "analysed counted.py" line per check that
 # imported it (a static pass says so, a cached answer logs nothing).
-COUNTED = '''import torch
+COUNTED = """import torch
 import torch.nn as nn
 
 imported = "imported"
@@ -28,12 +27,11 @@ imported = "imported"
 class Counted(nn.Module):
     def forward(self, x, index):
         return torch.take(x, index)
-'''
+"""
 
 
 def imports(client: LanguageClient) -> int:
-    return sum(m.message.startswith("analysed counted.py") and "static" not in m.message
-               for m in client.log_messages)
+    return sum(m.message.startswith("analysed counted.py") and "static" not in m.message for m in client.log_messages)
 
 
 def codes(items) -> list:
@@ -51,10 +49,14 @@ async def _initialize(client: LanguageClient, root: str, capabilities, options=N
     register_extras(client)
     client.root = root
     root_uri = from_fs_path(root)
-    result = await client.initialize_session(types.InitializeParams(
-        capabilities=capabilities, root_uri=root_uri if folders else None,
-        workspace_folders=[types.WorkspaceFolder(uri=root_uri, name="ws")] if folders else None,
-        initialization_options=options or {}))
+    result = await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities,
+            root_uri=root_uri if folders else None,
+            workspace_folders=[types.WorkspaceFolder(uri=root_uri, name="ws")] if folders else None,
+            initialization_options=options or {},
+        )
+    )
     client.server_caps = result.capabilities
 
 
@@ -75,8 +77,9 @@ async def puller(lsp_client: LanguageClient, tmp_path):
 
 
 async def _pull(client, uri, previous=None):
-    return await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri), previous_result_id=previous))
+    return await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri), previous_result_id=previous)
+    )
 
 
 @pytest.mark.asyncio
@@ -125,11 +128,13 @@ async def test_code_actions_without_echoed_data_come_from_the_servers_results(pu
     uri = open_file(pusher, path)
     items = await diagnostics(pusher, uri)
     take = next(d for d in items if "aten::take" in d.message)
-    stripped = types.Diagnostic(range=take.range, message=take.message, severity=take.severity, code=take.code,
-                                source="atenlint")
+    stripped = types.Diagnostic(
+        range=take.range, message=take.message, severity=take.severity, code=take.code, source="atenlint"
+    )
     for context in (types.CodeActionContext(diagnostics=[stripped]), types.CodeActionContext(diagnostics=[])):
-        actions = await pusher.text_document_code_action_async(types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri), range=take.range, context=context))
+        actions = await pusher.text_document_code_action_async(
+            types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri), range=take.range, context=context)
+        )
         titles = [a.title for a in actions or []]
         assert "Ignore aten::take on this line" in titles, titles
         assert any(t.startswith("Flatten") or "reshape" in t or "flat" in t.lower() for t in titles), titles
@@ -156,8 +161,9 @@ async def test_on_type_checks_unsaved_text_statically_and_saved_text_fully(typer
     items = await published_until(typer, uri, lambda items: len(codes(items)) == 2)  # the static pass saw it
     assert codes(items) == ["MPS001", "MPS001"] and imports(typer) == 1
     # A syntax error in the unsaved buffer: ATL001 where the buffer has it, not the file on disk.
-    broken = "# a line the file on disk does not have\n" + edited.replace("def forward(self, x, index):",
-                                                                          "def forward(self, x, index)")
+    broken = "# a line the file on disk does not have\n" + edited.replace(
+        "def forward(self, x, index):", "def forward(self, x, index)"
+    )
     replace_text(typer, uri, broken, 3)
     (error,) = await published_until(typer, uri, lambda items: codes(items) == ["ATL001"])
     line = broken.splitlines().index("    def forward(self, x, index)")
@@ -169,11 +175,16 @@ async def test_on_type_checks_unsaved_text_statically_and_saved_text_fully(typer
 async def test_cancel_request_stops_check_workspace(pusher: LanguageClient):
     await diagnostics(pusher, open_file(pusher, os.path.join(pusher.root, "model.py")))  # workers are up
     for index in range(4):  # slow to import: the check is still running when it is cancelled
-        _write(pusher.root, f"slow_{index}.py", "import time\nimport torch.nn as nn\ntime.sleep(1.5)\n\n\n"
-                                                 "class Slow(nn.Module):\n    def forward(self, x):\n"
-                                                 "        return x.take(x.long())\n")
-    future = asyncio.ensure_future(pusher.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="atenlint.checkWorkspace")))
+        _write(
+            pusher.root,
+            f"slow_{index}.py",
+            "import time\nimport torch.nn as nn\ntime.sleep(1.5)\n\n\n"
+            "class Slow(nn.Module):\n    def forward(self, x):\n"
+            "        return x.take(x.long())\n",
+        )
+    future = asyncio.ensure_future(
+        pusher.workspace_execute_command_async(types.ExecuteCommandParams(command="atenlint.checkWorkspace"))
+    )
     for _ in range(1500):
         if any(s.get("workspaceChecks") for s in pusher.statuses):
             break
@@ -188,7 +199,9 @@ async def test_cancel_request_stops_check_workspace(pusher: LanguageClient):
         if pusher.statuses and pusher.statuses[-1].get("workspaceChecks") == 0:
             break
         await asyncio.sleep(0.02)
-    assert pusher.statuses[-1]["workspaceChecks"] == 0, [(s.get("state"), s.get("workspaceChecks")) for s in pusher.statuses]
+    assert pusher.statuses[-1]["workspaceChecks"] == 0, [
+        (s.get("state"), s.get("workspaceChecks")) for s in pusher.statuses
+    ]
     assert not any("slow_3" in uri for uri in pusher.diagnostics)  # it never got that far
 
 
@@ -202,12 +215,14 @@ async def rootless(lsp_client: LanguageClient, tmp_path):
 
 @pytest.mark.asyncio
 async def test_check_workspace_without_a_folder_says_why(rootless: LanguageClient):
-    result = await rootless.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="atenlint.checkWorkspace"))
+    result = await rootless.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="atenlint.checkWorkspace")
+    )
     assert result["files"] == 0 and "no workspace folder" in result["message"]
     open_file(rootless, os.path.join(rootless.root, "model.py"))
-    result = await rootless.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="atenlint.checkWorkspace"))
+    result = await rootless.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="atenlint.checkWorkspace")
+    )
     assert result["files"] >= 1 and "folders of the open files" in result["message"]
 
 
@@ -217,3 +232,14 @@ def test_a_cancel_for_an_answered_request_is_not_a_warning(caplog):
     with caplog.at_level("DEBUG"):
         server.protocol._handle_cancel_notification(123456)  # VS Code cancels pulls it no longer needs
     assert not [r for r in caplog.records if "unknown message id" in r.getMessage()]
+
+
+def test_a_message_before_initialize_is_answered_server_not_initialized():
+    from pygls.exceptions import JsonRpcServerNotInitialized
+
+    from atenlint.lsp.server import AtenlintServer, did_open
+
+    fresh = AtenlintServer()  # no `initialize` yet: no session
+    params = types.DidOpenTextDocumentParams(types.TextDocumentItem("file:///w/m.py", "python", 1, "x = 1\n"))
+    with pytest.raises(JsonRpcServerNotInitialized):
+        did_open(fresh, params)

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from harness import copy_workspace
 
 NVIM = shutil.which("nvim")
@@ -20,14 +19,27 @@ NVIM = shutil.which("nvim")
 def test_neovim_quick_fix_round_trip(tmp_path):
     root = copy_workspace(tmp_path)
     verdict = tmp_path / "verdict.json"
-    env = dict(os.environ, ATENLINT_VERDICT=str(verdict), ATENLINT_FILE=os.path.join(root, "model.py"),
-               ATENLINT_PYTHON=sys.executable, XDG_STATE_HOME=str(tmp_path / "state"),
-               XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env = dict(
+        os.environ,
+        ATENLINT_VERDICT=str(verdict),
+        ATENLINT_FILE=os.path.join(root, "model.py"),
+        ATENLINT_PYTHON=sys.executable,
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
     script = os.path.join(os.path.dirname(__file__), "neovim_quickfix.lua")
-    result = subprocess.run([NVIM, "--headless", "--clean", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"],
-                            env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [NVIM, "--headless", "--clean", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert verdict.exists(), result.stderr
     data = json.loads(verdict.read_text())
     assert data["ok"], data
-    text = open(os.path.join(root, "model.py"), encoding="utf-8").read()
+    with open(os.path.join(root, "model.py"), encoding="utf-8") as edited:
+        text = edited.read()
     assert "torch.take(self.proj(x), index)  # atenlint: ignore[aten::take]" in text

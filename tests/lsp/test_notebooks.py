@@ -8,23 +8,25 @@ import os
 
 import pytest
 import pytest_lsp
+from harness import SERVER, apply_edits, copy_workspace, published_until, register_extras
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from harness import SERVER, apply_edits, copy_workspace, published_until, register_extras
-
 IMPORTS = "import torch\nimport torch.nn as nn\n%matplotlib inline"
-MODEL = ("class Scorer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-         "        self.proj = nn.Linear(8, 8)\n\n    def forward(self, x, index):\n"
-         "        return torch.take(self.proj(x), index)\n")
+MODEL = (
+    "class Scorer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.proj = nn.Linear(8, 8)\n\n    def forward(self, x, index):\n"
+    "        return torch.take(self.proj(x), index)\n"
+)
 FIXED = MODEL.replace("torch.take(self.proj(x), index)", "self.proj(x).reshape(-1)[index]")
 
 
 def capabilities(pull: bool) -> types.ClientCapabilities:
     caps = client_capabilities("visual-studio-code")
     caps.notebook_document = types.NotebookDocumentClientCapabilities(
-        synchronization=types.NotebookDocumentSyncClientCapabilities(execution_summary_support=True))
+        synchronization=types.NotebookDocumentSyncClientCapabilities(execution_summary_support=True)
+    )
     if pull:
         caps.text_document.diagnostic = types.DiagnosticClientCapabilities(related_document_support=True)
         caps.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
@@ -37,17 +39,28 @@ async def client(lsp_client: LanguageClient, request, tmp_path):
     lsp_client.root = copy_workspace(tmp_path)
     lsp_client.pull = request.param == "pull"
     root_uri = from_fs_path(lsp_client.root)
-    result = await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=capabilities(lsp_client.pull), root_uri=root_uri,
-        workspace_folders=[types.WorkspaceFolder(uri=root_uri, name="ws")]))
+    result = await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities(lsp_client.pull),
+            root_uri=root_uri,
+            workspace_folders=[types.WorkspaceFolder(uri=root_uri, name="ws")],
+        )
+    )
     lsp_client.server_caps = result.capabilities
     yield
     await lsp_client.shutdown_session()
 
 
 def write_notebook(path: str, sources: list[tuple[str, str]]) -> None:
-    cells = [{"cell_type": kind, "metadata": {}, "source": text.splitlines(True),
-              **({"execution_count": None, "outputs": []} if kind == "code" else {})} for kind, text in sources]
+    cells = [
+        {
+            "cell_type": kind,
+            "metadata": {},
+            "source": text.splitlines(True),
+            **({"execution_count": None, "outputs": []} if kind == "code" else {}),
+        }
+        for kind, text in sources
+    ]
     with open(path, "w", encoding="utf-8") as handle:
         json.dump({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, handle, indent=1)
 
@@ -60,12 +73,22 @@ def open_notebook(client: LanguageClient, path: str, sources: list[tuple[str, st
     uri = from_fs_path(path)
     uris = [cell_uri(path, i) for i in range(len(sources))]
     kinds = {"code": types.NotebookCellKind.Code, "markdown": types.NotebookCellKind.Markup}
-    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
-        notebook_document=types.NotebookDocument(uri=uri, notebook_type="jupyter-notebook", version=1, cells=[
-            types.NotebookCell(kind=kinds[kind], document=cell) for cell, (kind, _) in zip(uris, sources)]),
-        cell_text_documents=[types.TextDocumentItem(uri=cell, language_id="python" if kind == "code" else "markdown",
-                                                    version=1, text=text)
-                             for cell, (kind, text) in zip(uris, sources)]))
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=uri,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=kinds[kind], document=cell) for cell, (kind, _) in zip(uris, sources)],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(
+                    uri=cell, language_id="python" if kind == "code" else "markdown", version=1, text=text
+                )
+                for cell, (kind, text) in zip(uris, sources)
+            ],
+        )
+    )
     return uri, uris
 
 
@@ -74,8 +97,9 @@ async def cell_diagnostics(client: LanguageClient, uri: str, predicate=lambda it
     client doing both would otherwise show each twice)."""
     items = await published_until(client, uri, predicate)
     if client.pull:
-        report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-            text_document=types.TextDocumentIdentifier(uri)))
+        report = await client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+        )
         assert list(report.items) == []
     return items
 
@@ -94,9 +118,13 @@ async def test_cells_get_their_diagnostics_quick_fixes_and_updates(client: Langu
     assert await cell_diagnostics(client, uris[0]) == []
     assert uri not in client.diagnostics and uris[1] not in client.diagnostics  # the notebook, a markdown cell
 
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uris[2]), range=take.range,
-        context=types.CodeActionContext(diagnostics=[take])))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uris[2]),
+            range=take.range,
+            context=types.CodeActionContext(diagnostics=[take]),
+        )
+    )
     rewrite = next(a for a in actions if "reshape" in a.title)
     assert rewrite.is_preferred and list(rewrite.edit.changes) == [uris[2]]
     assert apply_edits(MODEL, rewrite.edit.changes[uris[2]]) == FIXED
@@ -104,31 +132,54 @@ async def test_cells_get_their_diagnostics_quick_fixes_and_updates(client: Langu
     assert "# atenlint: ignore[aten::take]" in apply_edits(MODEL, ignore.edit.changes[uris[2]])
 
     # The fix is typed into the cell and the notebook saved: the cell's squiggle goes.
-    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-        notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=uri),
-        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
-            types.NotebookDocumentCellContentChanges(
-                document=types.VersionedTextDocumentIdentifier(uri=uris[2], version=2),
-                changes=[types.TextDocumentContentChangeWholeDocument(text=FIXED)])]))))
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=uri),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uris[2], version=2),
+                            changes=[types.TextDocumentContentChangeWholeDocument(text=FIXED)],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
     write_notebook(path, [("code", IMPORTS), ("markdown", "# The model"), ("code", FIXED)])
-    client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
-        notebook_document=types.NotebookDocumentIdentifier(uri=uri)))
+    client.notebook_document_did_save(
+        types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=uri))
+    )
     assert await cell_diagnostics(client, uris[2], lambda items: items == []) == []
 
     # A cell that does not parse is flagged in that cell; the other cells are still analysed.
-    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-        notebook_document=types.VersionedNotebookDocumentIdentifier(version=3, uri=uri),
-        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
-            types.NotebookDocumentCellContentChanges(
-                document=types.VersionedTextDocumentIdentifier(uri=uris[2], version=3),
-                changes=[types.TextDocumentContentChangeWholeDocument(text=MODEL + "\ndef broken(:\n")])]))))
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=3, uri=uri),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uris[2], version=3),
+                            changes=[types.TextDocumentContentChangeWholeDocument(text=MODEL + "\ndef broken(:\n")],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
     write_notebook(path, [("code", IMPORTS), ("markdown", "# The model"), ("code", MODEL + "\ndef broken(:\n")])
-    client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
-        notebook_document=types.NotebookDocumentIdentifier(uri=uri)))
+    client.notebook_document_did_save(
+        types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=uri))
+    )
     [syntax] = await cell_diagnostics(client, uris[2], lambda items: [d.code for d in items] == ["ATL001"])
     assert syntax.range.start.line == 8
 
-    client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
-        notebook_document=types.NotebookDocumentIdentifier(uri=uri),
-        cell_text_documents=[types.TextDocumentIdentifier(u) for u in uris]))
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=uri),
+            cell_text_documents=[types.TextDocumentIdentifier(u) for u in uris],
+        )
+    )
     assert await published_until(client, uris[2], lambda items: items == []) == []  # nothing stale stays

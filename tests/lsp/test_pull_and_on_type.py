@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 
 import pytest
 import pytest_lsp
+from harness import SERVER, copy_workspace, open_file, published_until, register_extras, replace_text
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-
-from harness import SERVER, copy_workspace, open_file, published_until, register_extras, replace_text
 
 
 def pulling_capabilities() -> types.ClientCapabilities:
@@ -28,9 +28,13 @@ async def puller(lsp_client: LanguageClient, tmp_path):
     lsp_client.root = copy_workspace(tmp_path)
     register_extras(lsp_client)
     root_uri = from_fs_path(lsp_client.root)
-    result = await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=pulling_capabilities(), root_uri=root_uri,
-        workspace_folders=[types.WorkspaceFolder(uri=root_uri, name="ws")]))
+    result = await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=pulling_capabilities(),
+            root_uri=root_uri,
+            workspace_folders=[types.WorkspaceFolder(uri=root_uri, name="ws")],
+        )
+    )
     lsp_client.server_caps = result.capabilities
     yield
     await lsp_client.shutdown_session()
@@ -40,15 +44,19 @@ async def puller(lsp_client: LanguageClient, tmp_path):
 async def test_pull_with_result_ids_and_refresh(puller: LanguageClient):
     assert puller.server_caps.diagnostic_provider is not None
     uri = open_file(puller, os.path.join(puller.root, "model.py"))
-    report = await puller.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri)))
+    report = await puller.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+    )
     assert sorted(d.code for d in report.items) == ["MPS001", "MPS001"] and report.result_id
-    again = await puller.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri), previous_result_id=report.result_id))
+    again = await puller.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri), previous_result_id=report.result_id
+        )
+    )
     assert again.kind == "unchanged" and again.result_id == report.result_id
     assert puller.diagnostics.get(uri) is None  # one mechanism per session: nothing was pushed
     refreshes = puller.diagnostic_refresh_count
-    text = open(os.path.join(puller.root, "model.py"), encoding="utf-8").read()
+    text = pathlib.Path(puller.root, "model.py").read_text(encoding="utf-8")
     replace_text(puller, uri, text.replace("torch.take(self.proj(x), index)", "self.proj(x)"), 2)
     puller.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
     for _ in range(600):
@@ -56,8 +64,11 @@ async def test_pull_with_result_ids_and_refresh(puller: LanguageClient):
             break
         await asyncio.sleep(0.05)
     assert puller.diagnostic_refresh_count > refreshes  # told to re-pull once the analysis finished
-    changed = await puller.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri), previous_result_id=report.result_id))
+    changed = await puller.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri), previous_result_id=report.result_id
+        )
+    )
     assert [d.code for d in changed.items] == ["MPS001"] and changed.result_id != report.result_id
 
 
@@ -76,7 +87,7 @@ async def test_on_type_analyses_unsaved_text_after_a_pause(typer: LanguageClient
     path = os.path.join(typer.root, "model.py")
     uri = open_file(typer, path)
     await published_until(typer, uri, lambda items: len(items) == 2)
-    text = open(path, encoding="utf-8").read()
+    text = pathlib.Path(path).read_text(encoding="utf-8")
     for version, cut in enumerate((len(text) - 10, len(text) - 5, len(text)), start=2):
         replace_text(typer, uri, text[:cut].replace("torch.take(self.proj(x), index)", "self.proj(x)"), version)
     items = await published_until(typer, uri, lambda items: len(items) == 1)  # no save needed

@@ -37,6 +37,10 @@ def test_every_emitted_code_has_an_anchor_and_links_to_it():
 
 
 def test_rules_doc_is_what_the_script_writes():
-    result = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gen_rules_doc.py"), "--check"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "scripts", "gen_rules_doc.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr

@@ -4,14 +4,24 @@ Neovim and Emacs."""
 from __future__ import annotations
 
 import os
+import pathlib
 
 import pytest
 import pytest_lsp
+from harness import (
+    CLIENTS,
+    SERVER,
+    apply_edits,
+    copy_workspace,
+    diagnostics,
+    encoding_of,
+    open_file,
+    replace_text,
+    save,
+    start,
+)
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-
-from harness import (CLIENTS, SERVER, apply_edits, copy_workspace, diagnostics, encoding_of, open_file,
-                     replace_text, save, start)
 
 MODEL_FIXED = """import torch
 import torch.nn as nn
@@ -58,7 +68,7 @@ async def test_unsaved_edits_count_only_after_save_and_fixes_clear(client: Langu
     path = os.path.join(client.root, "model.py")
     uri = open_file(client, path)
     assert len(await diagnostics(client, uri)) == 2
-    text = open(path, encoding="utf-8").read()
+    text = pathlib.Path(path).read_text(encoding="utf-8")
     half = text.replace("torch.take(self.proj(x), index)", "self.proj(x).flatten()[index]")
     replace_text(client, uri, half, 2)  # unsaved: the buffer text is what gets analysed on save
     save(client, uri)
@@ -74,11 +84,15 @@ async def test_ignore_action_applies_and_recheck_is_clean(client: LanguageClient
     uri = open_file(client, path)
     items = await diagnostics(client, uri)
     take = next(d for d in items if "aten::take" in d.message)
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri), range=take.range,
-        context=types.CodeActionContext(diagnostics=[take])))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=take.range,
+            context=types.CodeActionContext(diagnostics=[take]),
+        )
+    )
     ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
-    text = apply_edits(open(path, encoding="utf-8").read(), ignore.edit.changes[uri], encoding_of(client))
+    text = apply_edits(pathlib.Path(path).read_text(encoding="utf-8"), ignore.edit.changes[uri], encoding_of(client))
     assert "torch.take(self.proj(x), index)  # atenlint: ignore[aten::take]\n" in text
     replace_text(client, uri, text, 2)
     save(client, uri)
@@ -89,13 +103,15 @@ async def test_ignore_action_applies_and_recheck_is_clean(client: LanguageClient
 async def test_hover_names_overloads_and_verdicts(client: LanguageClient):
     uri = open_file(client, os.path.join(client.root, "model.py"))
     await diagnostics(client, uri)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 20)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 20))
+    )
     assert hover is not None
     assert "`aten::take`" in hover.contents.value and "**mps**" in hover.contents.value
     assert "torch 2." in hover.contents.value
-    clean = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 40)))
+    clean = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 40))
+    )
     assert "Runs on **mps**" in clean.contents.value  # self.proj(x): aten::linear runs on MPS
 
 
@@ -105,8 +121,9 @@ async def test_configuration_change_rechecks(client: LanguageClient):
     assert {d.severity for d in await diagnostics(client, uri)} == {types.DiagnosticSeverity.Warning}
     client.set_configuration({"severity": {"mps": "error"}}, section="atenlint")
     client.diagnostics.pop(uri, None)
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"atenlint": {"severity": {"mps": "error"}}}))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"atenlint": {"severity": {"mps": "error"}}})
+    )
     items = await diagnostics(client, uri)
     assert {d.severity for d in items} == {types.DiagnosticSeverity.Error}
 

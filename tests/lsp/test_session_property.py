@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 
 import pytest
+from fake_engine import FakeEngine
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from session_support import FreshCheck, make_session, settle, shown, write
 
 from atenlint.lsp.session import path_uri
 from atenlint.lsp.settings import EditorSettings
-from fake_engine import FakeEngine
-from session_support import FreshCheck, make_session, settle, shown, write
 
 BASE = {
     "valid": "import torch\n\n\ndef gather(x, i):\n    return torch.take(x, i)\n",
@@ -29,20 +30,28 @@ BASE = {
     "raises": "import torch\n\nraise RuntimeError('not today')\n\n\ndef gather(x, i):\n    return x\n",
 }
 MID = {
-    "valid": ("import torch\nimport torch.nn as nn\nfrom base import gather\n\n\nclass Mid(nn.Module):\n"
-              "    def forward(self, x, i):\n        return gather(x, i) + torch.heaviside(x, x).sum()\n"),
-    "other": ("import torch\nimport torch.nn as nn\nfrom base import gather\n\n\nclass Mid(nn.Module):\n"
-              "    def forward(self, x, i):\n        return gather(x, i).relu()\n"),
+    "valid": (
+        "import torch\nimport torch.nn as nn\nfrom base import gather\n\n\nclass Mid(nn.Module):\n"
+        "    def forward(self, x, i):\n        return gather(x, i) + torch.heaviside(x, x).sum()\n"
+    ),
+    "other": (
+        "import torch\nimport torch.nn as nn\nfrom base import gather\n\n\nclass Mid(nn.Module):\n"
+        "    def forward(self, x, i):\n        return gather(x, i).relu()\n"
+    ),
     "syntax": "import torch\nfrom base import gather\n\nclass Mid(:\n    pass\n",
     "raises": "import torch\nfrom base import gone_now\n",
 }
 TOP = {
-    "valid": ("import torch\nimport torch.nn as nn\nfrom mid import Mid\n\n\nclass Top(nn.Module):\n"
-              "    def __init__(self):\n        super().__init__()\n        self.mid = Mid()\n\n"
-              "    def forward(self, x, i):\n        return self.mid(x, i) * torch.special.ndtri(x).sum()\n"),
-    "other": ("import torch\nimport torch.nn as nn\nfrom mid import Mid\n\n\nclass Top(nn.Module):\n"
-              "    def __init__(self):\n        super().__init__()\n        self.mid = Mid()\n\n"
-              "    def forward(self, x, i):\n        return self.mid(x, i)\n"),
+    "valid": (
+        "import torch\nimport torch.nn as nn\nfrom mid import Mid\n\n\nclass Top(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.mid = Mid()\n\n"
+        "    def forward(self, x, i):\n        return self.mid(x, i) * torch.special.ndtri(x).sum()\n"
+    ),
+    "other": (
+        "import torch\nimport torch.nn as nn\nfrom mid import Mid\n\n\nclass Top(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.mid = Mid()\n\n"
+        "    def forward(self, x, i):\n        return self.mid(x, i)\n"
+    ),
     "syntax": "import torch\nfrom mid import Mid\nclass Top(\n",
     "raises": "import torch\nimport mid\nmid.missing()\n",
 }
@@ -93,7 +102,7 @@ class _World:
             path, uri = self.path(file), path_uri(self.path(file))
             version += 1
             if kind == "open" and uri not in session.documents:
-                buffers[file] = open(path, encoding="utf-8").read()
+                buffers[file] = pathlib.Path(path).read_text(encoding="utf-8")
                 session.open(uri, path, version, buffers[file])
             elif kind in ("edit", "edit-save") and uri in session.documents:
                 buffers[file] = FILES[file][which]
@@ -128,7 +137,8 @@ class _World:
                 await session.result_for(uri)  # what a pull answers now
         self.sequences += 1
         self.all_valid += bool(end_valid) or all(
-            open(self.path(f), encoding="utf-8").read() in (v["valid"], v["other"]) for f, v in FILES.items())
+            pathlib.Path(self.path(f)).read_text(encoding="utf-8") in (v["valid"], v["other"]) for f, v in FILES.items()
+        )
 
     def mismatches(self) -> dict:
         paths = [self.path(f) for f in FILES]
@@ -137,8 +147,9 @@ class _World:
             open_paths = {d.path for d in self.session.documents.values()}
             expected = {p: k for p, k in expected.items() if p in open_paths}
         actual = shown(self.session, self.callbacks, paths, path_uri)
-        return {os.path.basename(p): (actual.get(p), expected.get(p)) for p in paths
-                if actual.get(p) != expected.get(p)}
+        return {
+            os.path.basename(p): (actual.get(p), expected.get(p)) for p in paths if actual.get(p) != expected.get(p)
+        }
 
     def close(self) -> None:
         async def end():
@@ -156,14 +167,19 @@ MODE_IDS = ["onSave-push", "onSave-pull", "onType-push"]
 # The engine double answers in microseconds with the real dependency semantics: 340
 # sequences per mode (over 1,000 in all). The real engine costs ~0.2 s per check on a
 # shared machine: a few sequences per mode here, the long soak is the benchmark.
-EXAMPLES = {"fake": int(os.environ.get("ATENLINT_PROPERTY_EXAMPLES", "340")),
-            "real": int(os.environ.get("ATENLINT_PROPERTY_REAL_EXAMPLES", "8"))}
+EXAMPLES = {
+    "fake": int(os.environ.get("ATENLINT_PROPERTY_EXAMPLES", "340")),
+    "real": int(os.environ.get("ATENLINT_PROPERTY_REAL_EXAMPLES", "8")),
+}
 
 
 def _run_sequences(world: _World, examples: int) -> None:
     @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(steps=st.lists(st.tuples(step, pause), min_size=1, max_size=10),
-           end_valid=st.integers(0, 2).map(lambda n: n > 0), initially_open=st.sets(name))
+    @given(
+        steps=st.lists(st.tuples(step, pause), min_size=1, max_size=10),
+        end_valid=st.integers(0, 2).map(lambda n: n > 0),
+        initially_open=st.sets(name),
+    )
     def sequence(steps, end_valid, initially_open):
         world.loop.run_until_complete(world.run(steps, end_valid, initially_open))
         assert world.mismatches() == {}
@@ -196,9 +212,13 @@ def test_a_static_check_is_redone_when_a_file_it_read_changes(tmp_path):
     any file re-checks it, and its result is never reused from the cache."""
     world = _World(FakeEngine(), str(tmp_path), "onType", False)
     try:
-        steps = [(("open", "mid.py", ""), None), (("edit", "mid.py", "other"), None),
-                 (("write", "base.py", "other"), 0), (("write", "base.py", "valid"), 0),
-                 (("write", "base.py", "other"), None)]
+        steps = [
+            (("open", "mid.py", ""), None),
+            (("edit", "mid.py", "other"), None),
+            (("write", "base.py", "other"), 0),
+            (("write", "base.py", "valid"), 0),
+            (("write", "base.py", "other"), None),
+        ]
         world.loop.run_until_complete(world.run(steps, end_valid=False))
         assert world.mismatches() == {}
         world.loop.run_until_complete(world.run(steps[:2], end_valid=False))  # base valid again, mid as before

@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import os
+import pathlib
 
 import pytest
 import pytest_lsp
+from harness import SERVER, copy_workspace, diagnostics, open_file, published_until, replace_text, save, start, uri_of
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from harness import (SERVER, copy_workspace, diagnostics, open_file, published_until, replace_text, save, start,
-                     uri_of)
-
 HELPER = "import torch\n\n\ndef squash(x):\n    return x.sigmoid()\n"
-USER = ("import torch.nn as nn\nfrom helpers import squash\n\n\nclass Head(nn.Module):\n"
-        "    def forward(self, x):\n        return squash(x)\n")
+USER = (
+    "import torch.nn as nn\nfrom helpers import squash\n\n\nclass Head(nn.Module):\n"
+    "    def forward(self, x):\n        return squash(x)\n"
+)
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def client(lsp_client: LanguageClient, tmp_path):
     lsp_client.root = copy_workspace(tmp_path)
     for name, text in (("helpers.py", HELPER), ("head.py", USER)):
-        with open(os.path.join(lsp_client.root, name), "w", encoding="utf-8") as handle:
-            handle.write(text)
+        pathlib.Path(lsp_client.root, name).write_text(text, encoding="utf-8")
     await start(lsp_client, "visual-studio-code", lsp_client.root)
     yield
     await lsp_client.shutdown_session()
@@ -30,8 +30,7 @@ async def client(lsp_client: LanguageClient, tmp_path):
 
 @pytest.mark.asyncio
 async def test_check_workspace_publishes_every_file_with_progress(client: LanguageClient):
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="atenlint.checkWorkspace"))
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(command="atenlint.checkWorkspace"))
     assert result["files"] == 3 and not result["cancelled"]
     model = uri_of(os.path.join(client.root, "model.py"))
     assert sorted(d.code for d in client.diagnostics[model]) == ["MPS001", "MPS001"]
@@ -63,11 +62,14 @@ async def test_pyproject_changes_recheck_open_files(client: LanguageClient):
     model = open_file(client, os.path.join(client.root, "model.py"))
     assert len(await diagnostics(client, model)) == 2
     pyproject = os.path.join(client.root, "pyproject.toml")
-    with open(pyproject, "a", encoding="utf-8") as handle:
-        handle.write('ignore = { mps = ["aten::take"] }\n')
+    text = pathlib.Path(pyproject).read_text(encoding="utf-8")
+    pathlib.Path(pyproject).write_text(text + 'ignore = { mps = ["aten::take"] }\n', encoding="utf-8")
     client.diagnostics.pop(model, None)
-    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
-        types.FileEvent(uri=uri_of(pyproject), type=types.FileChangeType.Changed)]))
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri_of(pyproject), type=types.FileChangeType.Changed)]
+        )
+    )
     assert [d.data["call"] for d in await diagnostics(client, model)] == ["torch.mode"]
 
 

@@ -32,7 +32,6 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -45,8 +44,13 @@ DYNAMO_OPSET = "18"
 TARGETS = ("onnx:9", "onnx:13", "onnx:17", f"dynamo:{DYNAMO_OPSET}", "executorch", "coreml", "torchscript")
 GOAL_TARGETS = ("onnx:13", "onnx:17", "executorch", "coreml")
 # Findings that say a model (or part of it) was not analysed as asked.
-LOST_CODES = {"ATL002": "import failed", "ATL003": "class not built", "ATL005": "timed out",
-              "ATL006": "worker died", "ATL011": "trace with the example inputs failed"}
+LOST_CODES = {
+    "ATL002": "import failed",
+    "ATL003": "class not built",
+    "ATL005": "timed out",
+    "ATL006": "worker died",
+    "ATL011": "trace with the example inputs failed",
+}
 GROUND_TRUTH_TIMEOUT_S = 900
 ATENLINT_TIMEOUT_S = 3600
 
@@ -73,8 +77,7 @@ def _digest(path: str, package_versions: dict) -> str:
     return digest.hexdigest()[:16]
 
 
-def ground_truth(cache_dir: str, files: Optional[list[str]] = None, jobs: int = 2, log=None,
-                 compute: bool = True) -> dict:
+def ground_truth(cache_dir: str, files: list[str] | None = None, jobs: int = 2, log=None, compute: bool = True) -> dict:
     """Per model file name, what the real exporters did (see ground_truth.py). Each model is
     computed once per (package versions, runner source, model source) and cached."""
     files = files or model_files()
@@ -96,8 +99,15 @@ def ground_truth(cache_dir: str, files: Optional[list[str]] = None, jobs: int = 
         partial = cached + f".part{os.getpid()}"
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore")
         try:
-            subprocess.run([sys.executable, RUNNER, partial, path], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=GROUND_TRUTH_TIMEOUT_S, env=env, cwd=REPO)
+            subprocess.run(
+                [sys.executable, RUNNER, partial, path],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=GROUND_TRUTH_TIMEOUT_S,
+                env=env,
+                cwd=REPO,
+                check=False,
+            )
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -126,6 +136,7 @@ def ground_truth(cache_dir: str, files: Optional[list[str]] = None, jobs: int = 
 
 # ---------------------------------------------------------------- atenlint's side
 
+
 def run_atenlint(files: list[str], targets: str, exporter: str, jobs: int = 2) -> dict:
     """`atenlint check --format json` as a user runs it; the JSON report."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -134,9 +145,29 @@ def run_atenlint(files: list[str], targets: str, exporter: str, jobs: int = 2) -
             handle.write(f'[tool.atenlint]\nonnx-exporter = "{exporter}"\n')
         out = os.path.join(scratch, "report.json")
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore")
-        command = [sys.executable, "-m", "atenlint", "check", *files, "--target", targets, "--format", "json",
-                   "--config", config, "--timeout", "600", "--jobs", str(jobs), "--exit-zero", "--output-file", out]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=ATENLINT_TIMEOUT_S, env=env, cwd=REPO)
+        command = [
+            sys.executable,
+            "-m",
+            "atenlint",
+            "check",
+            *files,
+            "--target",
+            targets,
+            "--format",
+            "json",
+            "--config",
+            config,
+            "--timeout",
+            "600",
+            "--jobs",
+            str(jobs),
+            "--exit-zero",
+            "--output-file",
+            out,
+        ]
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=ATENLINT_TIMEOUT_S, env=env, cwd=REPO, check=False
+        )
         if not os.path.exists(out):
             raise RuntimeError(f"atenlint check failed ({done.returncode}): {done.stderr[-3000:]}")
         with open(out, encoding="utf-8") as handle:
@@ -169,6 +200,7 @@ def atenlint_findings(files: list[str], jobs: int = 2) -> list[dict]:
 
 # ---------------------------------------------------------------- comparison
 
+
 def base_name(op: str) -> str:
     namespace, _, rest = op.partition("::")
     return f"{namespace}::{rest.split('.', 1)[0]}" if rest else op
@@ -177,9 +209,10 @@ def base_name(op: str) -> str:
 @dataclasses.dataclass
 class Row:
     """One model under one target."""
+
     model: str
     target: str
-    real_ok: Optional[bool]  # None: the real exporter never ran (torch.export failed first, a crash)
+    real_ok: bool | None  # None: the real exporter never ran (torch.export failed first, a crash)
     real_ops: list
     truth_complete: bool  # the real side lists every op it rejects, not only the first
     ours_ok: bool
@@ -211,7 +244,7 @@ class Row:
 _SYMBOLIC_RAISED = re.compile(r"ONNX export of (?:operator )?(?:aten::)?([a-z_]\w*)(?: in opset|,| is| for)")
 
 
-def _real(truth: dict, target: str) -> Optional[dict]:
+def _real(truth: dict, target: str) -> dict | None:
     if target.startswith("onnx:"):
         real = truth.get("onnx_torchscript", {}).get(target.split(":")[1])
         named = _SYMBOLIC_RAISED.search((real or {}).get("error", ""))
@@ -317,10 +350,27 @@ def compare(truth_by_model: dict, findings: list[dict]) -> list[Row]:
                     notes.append(f"{op}: atenlint reports that line as {sorted({o for f in near for o in f['ops']})}")
                 else:
                     notes.append(f"{op}: atenlint has nothing at its line(s) {sorted(lines)[:3]}")
-            rows.append(Row(model, target, real_ok, sorted(real_ops), complete, not errors, sorted(ours_ops),
-                            sorted(soft_ops - ours_ops), sorted(true_positive), sorted(false_positive),
-                            sorted(false_negative), findings_true, on_stack, off_stack,
-                            (real.get("error") or "")[:300], lost, notes))
+            rows.append(
+                Row(
+                    model,
+                    target,
+                    real_ok,
+                    sorted(real_ops),
+                    complete,
+                    not errors,
+                    sorted(ours_ops),
+                    sorted(soft_ops - ours_ops),
+                    sorted(true_positive),
+                    sorted(false_positive),
+                    sorted(false_negative),
+                    findings_true,
+                    on_stack,
+                    off_stack,
+                    (real.get("error") or "")[:300],
+                    lost,
+                    notes,
+                )
+            )
     return rows
 
 
@@ -358,21 +408,31 @@ def summarise(rows: list[Row]) -> dict[str, Summary]:
     out = {}
     for target in TARGETS:
         mine = [r for r in rows if r.target == target and r.real_ok is not None]
-        out[target] = Summary(target, len(mine), sum(r.verdict_agrees for r in mine),
-                              sum(len(r.true_positive) for r in mine), sum(len(r.false_positive) for r in mine),
-                              sum(len(r.false_negative) for r in mine), sum(r.findings_true for r in mine),
-                              sum(r.findings_on_stack for r in mine))
+        out[target] = Summary(
+            target,
+            len(mine),
+            sum(r.verdict_agrees for r in mine),
+            sum(len(r.true_positive) for r in mine),
+            sum(len(r.false_positive) for r in mine),
+            sum(len(r.false_negative) for r in mine),
+            sum(r.findings_true for r in mine),
+            sum(r.findings_on_stack for r in mine),
+        )
     return out
 
 
 def table(rows: list[Row]) -> str:
     summaries = summarise(rows)
-    lines = ["| target | models | pass/fail right | TP | FP | FN | precision | recall | on the failing stack |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| target | models | pass/fail right | TP | FP | FN | precision | recall | on the failing stack |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for target, s in summaries.items():
-        lines.append(f"| {target} | {s.models} | {s.verdict_agree} ({s.verdict_share:.2f}) | {s.true_positive} | "
-                     f"{s.false_positive} | {s.false_negative} | {s.precision:.2f} | {s.recall:.2f} | "
-                     f"{s.findings_on_stack}/{s.findings_true} ({s.on_stack_share:.2f}) |")
+        lines.append(
+            f"| {target} | {s.models} | {s.verdict_agree} ({s.verdict_share:.2f}) | {s.true_positive} | "
+            f"{s.false_positive} | {s.false_negative} | {s.precision:.2f} | {s.recall:.2f} | "
+            f"{s.findings_on_stack}/{s.findings_true} ({s.on_stack_share:.2f}) |"
+        )
     lost = sorted({(r.model, item) for r in rows for item in r.lost})
     if lost:
         lines += ["", "Models (partly) not analysed by atenlint:"]
@@ -414,13 +474,17 @@ def main() -> int:
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--markdown", help="write the table here")
     parser.add_argument("--truth-only", action="store_true", help="compute (or check) the cached ground truth only")
-    parser.add_argument("--known", action="store_true",
-                        help="also print the disagreements as a KNOWN skeleton for test_real_models.py "
-                             "(each cause still has to be written by hand)")
+    parser.add_argument(
+        "--known",
+        action="store_true",
+        help="also print the disagreements as a KNOWN skeleton for test_real_models.py "
+        "(each cause still has to be written by hand)",
+    )
     parser.add_argument("--cached-only", action="store_true", help="compare only models whose ground truth is cached")
     parser.add_argument("--save-findings", help="run atenlint only and keep its findings in this file")
-    parser.add_argument("--load-findings",
-                        help="compare the findings kept by --save-findings instead of running atenlint")
+    parser.add_argument(
+        "--load-findings", help="compare the findings kept by --save-findings instead of running atenlint"
+    )
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(REPO, "server"))
     from atenlint.cache import cache_dir
@@ -430,12 +494,27 @@ def main() -> int:
         with open(args.save_findings, "w", encoding="utf-8") as handle:
             json.dump(atenlint_findings(files, jobs=args.jobs), handle)
         return 0
-    truth = ground_truth(cache_dir(), files, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr, flush=True),
-                         compute=not args.cached_only)
+    truth = ground_truth(
+        cache_dir(),
+        files,
+        jobs=args.jobs,
+        log=lambda m: print(m, file=sys.stderr, flush=True),
+        compute=not args.cached_only,
+    )
     if args.truth_only:
-        print(json.dumps({name: {k: v.get("ok") if isinstance(v, dict) else v for k, v in result.items()
-                                 if k in ("torchscript", "executorch", "coreml")} for name, result in truth.items()},
-                         indent=1))
+        print(
+            json.dumps(
+                {
+                    name: {
+                        k: v.get("ok") if isinstance(v, dict) else v
+                        for k, v in result.items()
+                        if k in ("torchscript", "executorch", "coreml")
+                    }
+                    for name, result in truth.items()
+                },
+                indent=1,
+            )
+        )
         return 0
     if args.load_findings:
         with open(args.load_findings, encoding="utf-8") as handle:
@@ -449,9 +528,11 @@ def main() -> int:
         print("\nKNOWN = {")
         for row in rows:
             if not row.agrees and row.real_ok is not None:
-                hint = "; ".join(row.notes) or (f"FP {row.false_positive}" if row.false_positive else
-                                                f"real {'ok' if row.real_ok else 'fails'}, atenlint "
-                                                f"{'ok' if row.ours_ok else 'errors'}")
+                hint = "; ".join(row.notes) or (
+                    f"FP {row.false_positive}"
+                    if row.false_positive
+                    else f"real {'ok' if row.real_ok else 'fails'}, atenlint {'ok' if row.ours_ok else 'errors'}"
+                )
                 print(f"    ({row.target!r}, {row.model!r}): {('TODO: ' + hint)[:150]!r},")
         print("}")
     if args.markdown:

@@ -33,38 +33,42 @@ for _package in ("torchvision", "timm", "transformers", "onnx", "onnxscript", "c
     if importlib.util.find_spec(_package) is None:
         pytest.skip(f"the real-model suite needs {_package}", allow_module_level=True)
 
-from atenlint.cache import cache_dir  # noqa: E402
+from atenlint.cache import cache_dir
 
-from .agreement import (GOAL_TARGETS, TARGETS, atenlint_findings, compare,  # noqa: E402
-                        ground_truth, model_files, summarise, table)
+from .agreement import GOAL_TARGETS, TARGETS, atenlint_findings, compare, ground_truth, model_files, summarise, table
 
 # (target, model file) -> why atenlint and the real exporter differ there (measured 2026-12-01,
 # atenlint tree of 09:40 UTC; `python tests/real_models/agreement.py --known` prints the
 # current list as a skeleton). Measured on
 # torch 2.14.1, torchvision 0.29.1, timm 1.0.31, transformers 5.24.0, onnx 1.23.2,
 # onnxscript 0.7.2, coremltools 9.0, executorch 1.5.1.
-EXPORT_FAILS = ("torch.export itself fails (GuardOnDataDependentSymNode: a size read from tensor values); "
-                "atenlint notes it as ATL020 (information) and judges the scripted graph, so it has no error")
-DYNAMIC_PAD = ("opset 9's Pad symbolic raises for pad sizes computed from tensor shapes (an argument, not a "
-               "missing op: 'The sizes of the padding must be constant')")
-CONSTANT_CHUNK = ("atenlint bug: `a, b = x.chunk(2)` becomes prim::ConstantChunk in the exporter's _optimize_graph "
-                  "(_jit_pass_canonicalize_graph_fuser_ops), which has an opset-9 symbolic; atenlint judges the "
-                  "traced aten::chunk (opset 11+)")
+EXPORT_FAILS = (
+    "torch.export itself fails (GuardOnDataDependentSymNode: a size read from tensor values); "
+    "atenlint notes it as ATL020 (information) and judges the scripted graph, so it has no error"
+)
+DYNAMIC_PAD = (
+    "opset 9's Pad symbolic raises for pad sizes computed from tensor shapes (an argument, not a "
+    "missing op: 'The sizes of the padding must be constant')"
+)
 KNOWN: dict[tuple[str, str], str] = {
-    ("onnx:9", "case_chunk_glu.py"): CONSTANT_CHUNK,
-    ("onnx:9", "tv_shufflenet.py"): CONSTANT_CHUNK,
     ("dynamo:18", "tv_fasterrcnn.py"): EXPORT_FAILS,
     ("executorch", "tv_fasterrcnn.py"): EXPORT_FAILS,
-    ("onnx:9", "case_item_length.py"):
-        "the opset-9 symbolic of cumsum is registered but raises 'try opset 11' (a stub, not a missing symbolic)",
+    (
+        "onnx:9",
+        "case_item_length.py",
+    ): "the opset-9 symbolic of cumsum is registered but raises 'try opset 11' (a stub, not a missing symbolic)",
     ("dynamo:18", "case_item_length.py"): EXPORT_FAILS,
     ("executorch", "case_item_length.py"): EXPORT_FAILS,
-    ("executorch", "case_torchvision_ops.py"):
-        "run_decompositions() fails in torch 2.14.1 (PendingUnbackedSymbolNotFound for nms's data-dependent "
-        "output); atenlint reports torchvision::nms/roi_align for ExecuTorch as information (to_edge's verifier "
-        "accepts non-aten ops)",
-    ("coreml", "tv_raft_small.py"):
-        "coremltools rejects `sqrt` of an int32 tensor (RAFT's correlation scale): a dtype rule, not a missing op",
+    (
+        "executorch",
+        "case_torchvision_ops.py",
+    ): "run_decompositions() fails in torch 2.14.1 (PendingUnbackedSymbolNotFound for nms's data-dependent "
+    "output); atenlint reports torchvision::nms/roi_align for ExecuTorch as information (to_edge's verifier "
+    "accepts non-aten ops)",
+    (
+        "coreml",
+        "tv_raft_small.py",
+    ): "coremltools rejects `sqrt` of an int32 tensor (RAFT's correlation scale): a dtype rule, not a missing op",
     ("onnx:9", "timm_levit.py"): "opset 9 has no Slice steps: a slice with step != 1 (an argument, not an op)",
     ("onnx:9", "tv_ssdlite.py"): DYNAMIC_PAD,
     ("onnx:9", "tv_swin.py"): DYNAMIC_PAD,
@@ -73,8 +77,7 @@ KNOWN: dict[tuple[str, str], str] = {
     ("executorch", "tv_ssdlite.py"): EXPORT_FAILS,
 }
 # model file -> why atenlint does not analyse it (fully) as asked (ATL002/003/005/006/011).
-KNOWN_LOST: dict[str, str] = {
-}
+KNOWN_LOST: dict[str, str] = {}
 
 pytestmark = pytest.mark.timeout(3600)  # the atenlint side checks ~50 real models twice
 
@@ -125,7 +128,7 @@ def test_directive_inputs_are_the_example_inputs():
         expected = _shapes(tuple(load(path).example_inputs()))
         expression = _class_directive_inputs(path)
         ast.parse(expression, mode="eval")
-        assert _shapes(eval(expression, {"torch": torch})) == expected, path  # noqa: S307 - our own files
+        assert _shapes(eval(expression, {"torch": torch})) == expected, path
 
 
 def test_every_exporter_ran_on_every_model(truth):
@@ -173,4 +176,3 @@ def test_findings_sit_on_the_failing_stack(rows):
     true = sum(summaries[t].findings_true for t in TARGETS)
     on_stack = sum(summaries[t].findings_on_stack for t in TARGETS)
     assert not true or on_stack / true >= 0.95, f"{on_stack}/{true}"
-

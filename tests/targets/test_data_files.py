@@ -12,13 +12,15 @@ import atenlint.targets as targets_package
 from atenlint.targets import mps_history
 from atenlint.targets.device_backend import xla_lowerings
 from atenlint.targets.tensorrt import release_for
+from atenlint.versions import release as release_numbers
 
 DATA = os.path.join(os.path.dirname(targets_package.__file__), "data")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.mark.parametrize("name", ["mps_forced_fallbacks.json", "mps_history.json", "tensorrt_converters.json",
-                                  "xla_native_functions.json"])
+@pytest.mark.parametrize(
+    "name", ["mps_forced_fallbacks.json", "mps_history.json", "tensorrt_converters.json", "xla_native_functions.json"]
+)
 def test_data_file_names_source_version_and_generator(name):
     with open(os.path.join(DATA, name), encoding="utf-8") as handle:
         data = json.load(handle)
@@ -48,8 +50,9 @@ def test_tensorrt_release_pairs_with_torch():
     assert release["ops"]["aten::add.Tensor"]["validator"] is False
     assert sum(1 for o in release["ops"].values() if o["validator"]) > 20
     older, exact = release_for("2.20.0")
-    assert not exact and older["release"] == max(json.load(open(os.path.join(DATA, "tensorrt_converters.json")))
-                                                 ["versions"], key=lambda v: tuple(map(int, v.split("."))))
+    with open(os.path.join(DATA, "tensorrt_converters.json"), encoding="utf-8") as handle:
+        versions = json.load(handle)["versions"]
+    assert not exact and older["release"] == max(versions, key=lambda v: release_numbers(v) or ())
 
 
 def test_xla_lowerings_parse():
@@ -63,16 +66,31 @@ def test_forced_fallback_generator_parses_mpsfallback(tmp_path):
     import sys
 
     source = tmp_path / "MPSFallback.mm"
-    source.write_text('TORCH_LIBRARY_IMPL(aten, MPS, m) {\n'
-                      '  m.impl("embedding_renorm_", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
-                      '  // m.impl("commented", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
-                      '  m.impl("_slow_conv2d_forward", slow_conv2d_forward_mps);\n'
-                      '  m.impl("linalg_svd.U", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
-                      '}\n')
+    source.write_text(
+        "TORCH_LIBRARY_IMPL(aten, MPS, m) {\n"
+        '  m.impl("embedding_renorm_", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+        '  // m.impl("commented", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+        '  m.impl("_slow_conv2d_forward", slow_conv2d_forward_mps);\n'
+        '  m.impl("linalg_svd.U", torch::CppFunction::makeFromBoxedFunction<&mps_fallback>());\n'
+        "}\n"
+    )
     out = tmp_path / "forced.json"
     out.write_text(json.dumps({"versions": {"2.13": {"ops": []}}}))
-    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gen_mps_forced_fallbacks.py"), str(source),
-                    "--torch", "2.9", "--ref", "v2.9.0", "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "scripts", "gen_mps_forced_fallbacks.py"),
+            str(source),
+            "--torch",
+            "2.9",
+            "--ref",
+            "v2.9.0",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     data = json.loads(out.read_text())
     assert data["versions"]["2.9"]["ops"] == ["aten::embedding_renorm_", "aten::linalg_svd.U"]
     assert list(data["versions"]) == ["2.9", "2.13"]
@@ -81,7 +99,9 @@ def test_forced_fallback_generator_parses_mpsfallback(tmp_path):
 def test_tensorrt_generator_reads_decorators():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("gen_trt", os.path.join(REPO, "scripts", "gen_tensorrt_converters.py"))
+    spec = importlib.util.spec_from_file_location(
+        "gen_trt", os.path.join(REPO, "scripts", "gen_tensorrt_converters.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     found = module.converters_in(
@@ -90,7 +110,11 @@ def test_tensorrt_generator_reads_decorators():
         "def f(): pass\n"
         "if trt_ok():\n"
         "    @dynamo_tensorrt_converter(torch.ops.aten.nonzero.default, capability_validator=v)\n"
-        "    def g(): pass\n", "x.py")
+        "    def g(): pass\n",
+        "x.py",
+    )
     assert [(f["op"], f["packet"], f["validator"], f["conditional"]) for f in found] == [
-        ("aten::add.Tensor", False, False, False), ("aten::batch_norm", True, False, False),
-        ("aten::nonzero", False, True, True)]
+        ("aten::add.Tensor", False, False, False),
+        ("aten::batch_norm", True, False, False),
+        ("aten::nonzero", False, True, True),
+    ]

@@ -25,18 +25,23 @@ def leaf(op):
     return {"op": op, "calls": None}
 
 
-@pytest.mark.parametrize("tree, expected", [
-    (leaf("aten::add.Tensor"), []),  # structured, delegate has an MPS kernel
-    (leaf("aten::heaviside"), [("aten::heaviside.out", FALLBACK)]),  # structured, delegate lacks one
-    (leaf("aten::take"), [("aten::take", FALLBACK)]),  # no kernel at all
-    (leaf("aten::linalg_svd"), [("aten::linalg_svd", FORCED)]),  # MPSFallback.mm
-    (leaf("aten::linalg_lu_solve.out"), []),  # registered from Python at run time
-    ({"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::mean.dim")]}, []),  # composite: judged by its calls
-    ({"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::_adaptive_avg_pool3d")]},
-     [("aten::_adaptive_avg_pool3d", FALLBACK)]),
-    ({"op": "aten::convolution", "calls": None}, []),  # device-dispatching composite we did not expand
-    (leaf("aten::_cudnn_rnn"), [("aten::_cudnn_rnn", UNSUPPORTED)]),  # neither MPS nor CPU kernel
-])
+@pytest.mark.parametrize(
+    "tree, expected",
+    [
+        (leaf("aten::add.Tensor"), []),  # structured, delegate has an MPS kernel
+        (leaf("aten::heaviside"), [("aten::heaviside.out", FALLBACK)]),  # structured, delegate lacks one
+        (leaf("aten::take"), [("aten::take", FALLBACK)]),  # no kernel at all
+        (leaf("aten::linalg_svd"), [("aten::linalg_svd", FORCED)]),  # MPSFallback.mm
+        (leaf("aten::linalg_lu_solve.out"), []),  # registered from Python at run time
+        ({"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::mean.dim")]}, []),  # composite: judged by its calls
+        (
+            {"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::_adaptive_avg_pool3d")]},
+            [("aten::_adaptive_avg_pool3d", FALLBACK)],
+        ),
+        ({"op": "aten::convolution", "calls": None}, []),  # device-dispatching composite we did not expand
+        (leaf("aten::_cudnn_rnn"), [("aten::_cudnn_rnn", UNSUPPORTED)]),  # neither MPS nor CPU kernel
+    ],
+)
 def test_problems(mps, tree, expected):
     assert [(p.op, p.kind) for p in mps.problems(tree, ("eval",))] == expected
 
@@ -53,11 +58,15 @@ def test_verdict_wording_and_severity(mps, table, engine):
 
 
 def test_forced_fallback_data_names_its_source():
-    path = os.path.join(os.path.dirname(__import__("atenlint.targets.mps", fromlist=["x"]).__file__),
-                        "data", "mps_forced_fallbacks.json")
-    data = json.load(open(path, encoding="utf-8"))
+    path = os.path.join(
+        os.path.dirname(__import__("atenlint.targets.mps", fromlist=["x"]).__file__),
+        "data",
+        "mps_forced_fallbacks.json",
+    )
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
     assert "MPSFallback.mm" in data["source"]
-    ops, version, exact = forced_fallbacks("2.13.0")
+    ops, _version, exact = forced_fallbacks("2.13.0")
     assert {"aten::linalg_svd", "aten::linalg_svd.U", "aten::embedding_renorm_"} <= ops and exact
     assert forced_fallbacks("2.20.1")[1] == max(data["versions"], key=lambda v: tuple(map(int, v.split("."))))
 
@@ -68,3 +77,47 @@ def test_table_is_cached_by_version_and_hash(table, tmp_path, monkeypatch):
     cached = [f for f in os.listdir(tmp_path) if f.startswith(f"native-{table.torch_version}-{table.yaml_sha[:16]}")]
     assert len(cached) == 1 and fresh.entries == table.entries
     assert len(fresh.entries) > 3000
+
+
+SVD = """import torch
+import torch.nn as nn
+
+
+class Plain(nn.Module):
+    def forward(self, x):
+        u, s, v = torch.linalg.svd(x)
+        return u
+
+
+# atenlint: inputs=torch.randn(4, 4)
+class Traced(nn.Module):
+    def forward(self, x):
+        u, s, v = torch.linalg.svd(x)
+        return u + torch.linalg.svdvals(x).sum()
+"""
+
+
+def test_one_verdict_per_call_whichever_path_captured_it(engine, tmp_path):
+    """`torch.linalg.svd` on MPS: MPSFallback.mm registers the composite `linalg_svd` itself to
+    the CPU fallback, so it never decomposes there and torch warns naming `aten::linalg_svd`
+    (MPS002). The scripted graph says so; a trace on meta saw only `_linalg_svd` and said
+    MPS001 `_linalg_svd.U`. `svdvals` does decompose on MPS: MPS001 for `_linalg_svd.U` stays."""
+    from atenlint.capture.device_composites import kept_composites
+    from atenlint.config import Settings
+
+    assert "aten::linalg_svd" in kept_composites() and "aten::embedding_renorm" not in kept_composites()
+    path = tmp_path / "svd.py"
+    path.write_text(SVD)
+    capture = engine.capture(str(path))
+    capture.settings = Settings(targets=("mps",))
+    found = {
+        (f.range.start.line, f.module.rsplit(".", 1)[-1]): f for f in engine.findings([capture]) if f.target == "mps"
+    }
+    plain, traced = found[(6, "Plain")], found[(13, "Traced")]
+    assert traced.capture == "trace" and plain.capture == "script"
+    assert (plain.code, plain.ops) == (traced.code, traced.ops) == ("MPS002", ["aten::linalg_svd"])
+    if engine.native.has_kernel("aten::_linalg_svd.U", "MPS"):  # torch 2.14 and later
+        assert (14, "Traced") not in found
+    else:
+        svdvals = found[(14, "Traced")]
+        assert (svdvals.code, svdvals.ops) == ("MPS001", ["aten::_linalg_svd.U"])

@@ -39,7 +39,10 @@ def line_of(path, marker):
 def test_process_creation_is_refused_in_the_users_code(pool, tmp_path):
     canary = tmp_path / "canaries"
     canary.mkdir()
-    path = write(tmp_path, "spawns.py", f'''
+    path = write(
+        tmp_path,
+        "spawns.py",
+        f"""
         import multiprocessing, os, pty, subprocess
         CANARY = {str(canary)!r}
         caught = []
@@ -59,7 +62,9 @@ def test_process_creation_is_refused_in_the_users_code(pool, tmp_path):
             open(CANARY + "/multiprocessing", "w").close()
         attempt("mp", lambda: multiprocessing.get_context("spawn").Process(target=child).start())  # marker:mp
         assert len(caught) == 8, caught
-    ''', NET)
+    """,
+        NET,
+    )
     answer = analyse(pool, path)
     assert "import_error" not in answer, answer["import_error"]
     assert [c["status"] for c in answer["classes"]] == ["ok"]  # the analysis went on
@@ -73,7 +78,10 @@ def test_process_creation_is_refused_in_the_users_code(pool, tmp_path):
 
 def test_ctypes_spawning_and_audit_hooks_of_the_code_are_refused(pool, tmp_path):
     canary = tmp_path / "ctypes_canary"
-    path = write(tmp_path, "low_level.py", f'''
+    path = write(
+        tmp_path,
+        "low_level.py",
+        f"""
         import ctypes, sys
         seen = []
         sys.addaudithook(lambda event, args: seen.append(event))  # silently not added
@@ -82,7 +90,9 @@ def test_ctypes_spawning_and_audit_hooks_of_the_code_are_refused(pool, tmp_path)
         except PermissionError:
             pass
         assert seen == [], seen[:5]
-    ''', NET)
+    """,
+        NET,
+    )
     answer = analyse(pool, path)
     assert "import_error" not in answer, answer.get("import_error")
     assert not canary.exists()
@@ -95,7 +105,10 @@ def test_network_is_refused(pool, tmp_path):
     listener.listen(5)
     listener.setblocking(False)
     port = listener.getsockname()[1]
-    path = write(tmp_path, "calls_home.py", f'''
+    path = write(
+        tmp_path,
+        "calls_home.py",
+        f"""
         import socket, urllib.request
         for action in (lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2),
                        lambda: urllib.request.urlopen("http://127.0.0.1:{port}/weights.pt", timeout=2),
@@ -107,7 +120,9 @@ def test_network_is_refused(pool, tmp_path):
                 pass
             else:
                 raise AssertionError("the network was reachable")
-    ''', NET)
+    """,
+        NET,
+    )
     try:
         answer = analyse(pool, path)
         with pytest.raises(BlockingIOError):
@@ -124,7 +139,10 @@ def test_writes_outside_the_run_folder_are_refused_and_reads_stay_free(pool, tmp
     keep = tmp_path / "keep.txt"
     keep.write_text("original")
     (tmp_path / "folder").mkdir()
-    path = write(tmp_path, "writes.py", f'''
+    path = write(
+        tmp_path,
+        "writes.py",
+        f"""
         import os, pathlib, shutil, sqlite3, tempfile
         HERE = {str(tmp_path)!r}
         refused = 0
@@ -152,7 +170,9 @@ def test_writes_outside_the_run_folder_are_refused_and_reads_stay_free(pool, tmp
         KEPT = open(HERE + "/keep.txt").read()  # reading stays free
         with tempfile.NamedTemporaryFile("w") as scratch:  # the run folder is writable
             scratch.write("fine")
-    ''', NET)
+    """,
+        NET,
+    )
     answer = analyse(pool, path)
     assert "import_error" not in answer, answer.get("import_error")
     assert sorted(os.listdir(tmp_path)) == ["folder", "keep.txt", "writes.py"]
@@ -164,13 +184,18 @@ def test_a_signal_to_the_parent_is_refused(pool, tmp_path):
     received = []
     previous = signal.signal(signal.SIGURG, lambda number, frame: received.append(number))
     try:
-        path = write(tmp_path, "signals.py", f'''
+        path = write(
+            tmp_path,
+            "signals.py",
+            f"""
             import os, signal
             try:
                 os.kill({os.getpid()}, signal.SIGURG)
             except PermissionError:
                 pass
-        ''', NET)
+        """,
+            NET,
+        )
         answer = analyse(pool, path)
     finally:
         signal.signal(signal.SIGURG, previous)
@@ -179,18 +204,26 @@ def test_a_signal_to_the_parent_is_refused(pool, tmp_path):
 
 
 def test_an_uncaught_refusal_is_the_import_error_and_is_marked(pool, tmp_path):
-    path = write(tmp_path, "installs.py", '''
+    path = write(
+        tmp_path,
+        "installs.py",
+        """
         import os
         os.system("pip install -U ultralytics")  # not caught: the import stops here
-    ''', NET)
+    """,
+        NET,
+    )
     answer = analyse(pool, path)
     assert answer["import_error"]["refused"] and answer["import_error"]["line"] == 2
     assert [(r["analysed_line"], r["action"]) for r in answer["refusals"]] == [(2, "run `pip install -U ultralytics`")]
 
 
 def test_a_refusal_in_an_imported_helper_names_both_lines(pool, tmp_path):
-    write(tmp_path, "helper_spawns.py", 'import subprocess\n\ntry:\n    subprocess.call(["true"])\nexcept OSError:\n'
-                                        '    pass\n')
+    write(
+        tmp_path,
+        "helper_spawns.py",
+        'import subprocess\n\ntry:\n    subprocess.call(["true"])\nexcept OSError:\n    pass\n',
+    )
     path = write(tmp_path, "uses_helper.py", "import helper_spawns\n" + NET)
     (refusal,) = analyse(pool, path)["refusals"]
     assert refusal["analysed_line"] == 1 and refusal["line"] == 4
@@ -200,7 +233,10 @@ def test_a_refusal_in_an_imported_helper_names_both_lines(pool, tmp_path):
 def test_a_fifo_or_device_module_never_hangs_the_import(pool, tmp_path):
     os.mkfifo(tmp_path / "pipe.py")
     os.symlink("/dev/zero", tmp_path / "zero.py")
-    path = write(tmp_path, "imports_pipe.py", '''
+    path = write(
+        tmp_path,
+        "imports_pipe.py",
+        """
         for name in ("pipe", "zero"):
             try:
                 __import__(name)  # the import system only loads regular files
@@ -212,7 +248,9 @@ def test_a_fifo_or_device_module_never_hangs_the_import(pool, tmp_path):
             source = open(__file__.replace("imports_pipe", "pipe")).read()  # would block for a writer
         except PermissionError:
             pass
-    ''', NET)
+    """,
+        NET,
+    )
     answer = analyse(pool, path, timeout=30)
     assert "import_error" not in answer, answer.get("import_error")
     assert [c["status"] for c in answer["classes"]] == ["ok"]
@@ -220,7 +258,10 @@ def test_a_fifo_or_device_module_never_hangs_the_import(pool, tmp_path):
 
 
 def test_global_state_is_reset_after_each_file(pool, tmp_path):
-    write(tmp_path, "poisons.py", '''
+    write(
+        tmp_path,
+        "poisons.py",
+        """
         import json, logging, os, signal, sys, warnings
         import torch
         import torch.nn.functional as F
@@ -241,10 +282,15 @@ def test_global_state_is_reset_after_each_file(pool, tmp_path):
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(30)
         torch.device("meta").__enter__()
-    ''', NET)
+    """,
+        NET,
+    )
     poisoned = analyse(pool, tmp_path / "poisons.py")
     assert "import_error" not in poisoned, poisoned.get("import_error")
-    path = write(tmp_path, "checks.py", '''
+    path = write(
+        tmp_path,
+        "checks.py",
+        """
         import json, logging, os, signal, sys, warnings
         import torch
         import torch.nn.functional as F
@@ -259,7 +305,9 @@ def test_global_state_is_reset_after_each_file(pool, tmp_path):
         assert hasattr(json, "dumps") and "/nonexistent" not in sys.path
         assert "ATENLINT_POISON" not in os.environ and os.getcwd() != "/"
         assert signal.alarm(0) == 0
-    ''', NET)
+    """,
+        NET,
+    )
     answer = analyse(pool, path)
     assert "import_error" not in answer, answer.get("import_error")
     assert [c["status"] for c in answer["classes"]] == ["ok"]
@@ -269,9 +317,16 @@ def test_workspace_files_never_shadow_the_standard_library_or_torch(pool, tmp_pa
     canaries = tmp_path / "canaries"
     canaries.mkdir()
     for name in ("json", "random", "types", "typing", "torch", "collections", "numpy", "sympy"):
-        write(tmp_path, f"{name}.py", f'open({str(canaries)!r} + "/{name}", "w").close()\n'
-                                      f'raise RuntimeError("the workspace {name}.py was imported")\n')
-    path = write(tmp_path, "model.py", '''
+        write(
+            tmp_path,
+            f"{name}.py",
+            f'open({str(canaries)!r} + "/{name}", "w").close()\n'
+            f'raise RuntimeError("the workspace {name}.py was imported")\n',
+        )
+    path = write(
+        tmp_path,
+        "model.py",
+        """
         import json, random, types, typing
         import torch
         import torch.nn as nn
@@ -281,7 +336,8 @@ def test_workspace_files_never_shadow_the_standard_library_or_torch(pool, tmp_pa
         class Net(nn.Module):
             def forward(self, x):
                 return torch.take(x, torch.tensor([0]))
-    ''')
+    """,
+    )
     first = analyse(pool, path)
     assert "import_error" not in first, first.get("import_error")
     assert first["classes"][0]["ops"]
@@ -318,12 +374,17 @@ def test_the_worker_starts_isolated_from_the_working_folder(unsandboxed_pool, tm
     hello = unsandboxed_pool.hello
     assert hello["isolated"] and hello["run_dir"] and not hello["sandbox"]
     assert not (unsandboxed_pool.hostile / "json_canary").exists()
-    path = write(tmp_path, "where.py", f'''
+    path = write(
+        tmp_path,
+        "where.py",
+        f"""
         import os, sys
         assert os.getcwd() != {str(unsandboxed_pool.hostile)!r}
         assert "" not in sys.path and {str(unsandboxed_pool.hostile)!r} not in sys.path
         assert sys.path.index({str(tmp_path)!r}) > max(i for i, p in enumerate(sys.path) if "site-packages" in p)
-    ''', NET)
+    """,
+        NET,
+    )
     answer = analyse(unsandboxed_pool, path)
     assert "import_error" not in answer, answer.get("import_error")
 
@@ -336,13 +397,18 @@ def test_without_the_sandbox_the_code_may_spawn(unsandboxed_pool, tmp_path):
 
 
 def test_a_leftover_thread_gets_the_worker_recycled(unsandboxed_pool, tmp_path):
-    path = write(tmp_path, "spins.py", '''
+    path = write(
+        tmp_path,
+        "spins.py",
+        """
         import threading
         def spin():
             while True:
                 pass
         threading.Thread(target=spin, daemon=True, name="spinner").start()
-    ''', NET)
+    """,
+        NET,
+    )
     pid = unsandboxed_pool._all[0].process.pid
     answer = analyse(unsandboxed_pool, path)
     assert [c["status"] for c in answer["classes"]] == ["ok"]  # the answer still counts

@@ -300,7 +300,7 @@ async function expectNotification(page, name, texts) {
         await page.screenshot({ path: path.join(artifacts, `vscode-${name}.png`) });
         log(`notification "${(await toast.first().innerText()).split('\n')[0].slice(0, 100)}..."`);
         return '';
-    } catch (error) {
+    } catch {
         await page.screenshot({ path: path.join(artifacts, `vscode-${name}.png`) }).catch(() => undefined);
         const shown = await page.locator('.notification-toast').allInnerTexts().catch(() => []);
         return `no notification with ${JSON.stringify(texts)}; shown: ${JSON.stringify(shown)}`;

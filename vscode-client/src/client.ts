@@ -67,8 +67,9 @@ export const createLanguageClientConnection: ConnectionFactory = (plan, hooks) =
                     if (answered instanceof ResponseError) {
                         return answered;
                     }
-                    return params.items.map((item, index) =>
-                        item.section === SETTINGS_SECTION ? hooks.settingsFor(item.scopeUri) : answered[index],
+                    const values: unknown[] = answered;
+                    return params.items.map((item, index): unknown =>
+                        item.section === SETTINGS_SECTION ? hooks.settingsFor(item.scopeUri) : values[index],
                     );
                 },
             },

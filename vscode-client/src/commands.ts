@@ -28,7 +28,7 @@ export function targetChoices(packageJSON: unknown): TargetChoice[] {
         const descriptions = Array.isArray(schema?.enumDescriptions) ? (schema.enumDescriptions as unknown[]) : [];
         names.forEach((name, i) => {
             if (typeof name === 'string') {
-                choices.push({ name, description: typeof descriptions[i] === 'string' ? (descriptions[i] as string) : '' });
+                choices.push({ name, description: typeof descriptions[i] === 'string' ? descriptions[i] : '' });
             }
         });
     }

@@ -24,17 +24,12 @@ export const COMMANDS = {
 } as const;
 
 /** The torch versions atenlint reads (pyproject.toml's dependency; a unit test keeps them equal). */
-export const TORCH_REQUIREMENT = 'torch>=2.4,<2.15';
-export const TORCH_MIN: readonly [number, number] = [2, 4];
-export const TORCH_BELOW: readonly [number, number] = [2, 15];
+export const TORCH_REQUIREMENT = 'torch>=2.13,<2.16';
+export const TORCH_MIN: readonly [number, number] = [2, 13];
+export const TORCH_BELOW: readonly [number, number] = [2, 16];
 /** The oldest Python atenlint runs on (pyproject.toml's requires-python). */
 export const PYTHON_MIN: readonly [number, number] = [3, 10];
 
-export const SEVERITIES = ['error', 'warning', 'information', 'hint', 'off'] as const;
-export type SeverityName = (typeof SEVERITIES)[number];
-
-export const TRIGGERS = ['onSave', 'onType'] as const;
-export type Trigger = (typeof TRIGGERS)[number];
-
-export const IMPORT_STRATEGIES = ['useBundled', 'fromEnvironment'] as const;
-export type ImportStrategy = (typeof IMPORT_STRATEGIES)[number];
+// The settings' allowed values come from the one settings schema (server/atenlint/settings_schema.py).
+export { IMPORT_STRATEGIES, SEVERITIES, TRIGGERS } from './generated/settingsSchema';
+export type { ImportStrategy, SeverityName, Trigger } from './generated/settingsSchema';

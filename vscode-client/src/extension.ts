@@ -19,7 +19,8 @@ let manager: ServerManager | undefined;
 export function activate(context: vscode.ExtensionContext): AtenlintApi {
     const log = createLogChannel();
     context.subscriptions.push(log);
-    traceInfo(`atenlint ${context.extension.packageJSON.version} in ${vscode.env.appName} ${vscode.version}; ` +
+    const manifest = context.extension.packageJSON as { version?: string };
+    traceInfo(`atenlint ${manifest.version ?? '?'} in ${vscode.env.appName} ${vscode.version}; ` +
         `workspace ${vscode.workspace.isTrusted ? 'trusted' : 'not trusted (Restricted Mode)'}.`);
 
     const statusItem = new StatusItem();

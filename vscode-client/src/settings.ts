@@ -6,60 +6,21 @@
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import {
-    IMPORT_STRATEGIES,
-    ImportStrategy,
-    SETTINGS_SECTION,
-    SEVERITIES,
-    SeverityName,
-    Trigger,
-    TRIGGERS,
-} from './constants';
+import { SETTINGS_SECTION } from './constants';
+import { FORWARDED_SETTINGS, ONNX_OPSET_TARGET, SETTING_SPECS, SEVERITIES, TARGETS } from './generated/settingsSchema';
+import type { ExtensionSettings, ServerSettings, SettingSpec, SeverityName } from './generated/settingsSchema';
 
-export interface ExtensionSettings {
-    /** Undefined when no settings scope sets them: each project's pyproject.toml decides. */
-    targets: string[] | undefined;
-    trigger: Trigger;
-    onTypeDelayMs: number;
-    /** Import and run unsaved buffers (off: only saved files run; unsaved text gets the static pass). */
-    executeUnsaved: boolean;
-    severity: Record<string, SeverityName>;
-    /** Undefined when no settings scope sets it: each project's pyproject.toml decides. */
-    timeout: number | undefined;
-    workers: number;
-    /** As written, before variables are expanded; '' when unset. */
-    interpreter: string;
-    importStrategy: ImportStrategy;
-}
+// The keys, types, defaults and limits come from the one schema (server/atenlint/settings_schema.py),
+// generated into ./generated/settingsSchema.ts with package.json's settings: nothing is typed twice here.
+export type { ExtensionSettings, ServerSettings };
 
-export const DEFAULT_SETTINGS: Readonly<ExtensionSettings> = Object.freeze({
-    targets: undefined,
-    trigger: 'onSave',
-    onTypeDelayMs: 500,
-    executeUnsaved: false,
-    severity: {},
-    timeout: undefined,
-    workers: 1,
-    interpreter: '',
-    importStrategy: 'useBundled',
-});
+type SettingKey = keyof ExtensionSettings;
+const SETTING_KEYS = Object.keys(SETTING_SPECS) as SettingKey[];
 
-/**
- * What the server receives: exactly the keys of its `initializationOptions` contract. `targets`
- * and `timeout` are null when the user has not set them, so that the projects' own
- * `[tool.atenlint]` tables decide.
- */
-export interface ServerSettings {
-    targets: string[] | null;
-    trigger: Trigger;
-    onTypeDelayMs: number;
-    executeUnsaved: boolean;
-    severity: Record<string, SeverityName>;
-    timeout: number | null;
-    workers: number;
-    trusted: boolean;
-    python: string;
-}
+/** The settings with nothing set: the schema's defaults; undefined where the projects or the server decide. */
+export const DEFAULT_SETTINGS: Readonly<ExtensionSettings> = Object.freeze(
+    Object.fromEntries(SETTING_KEYS.map((key) => [key, SETTING_SPECS[key].default])) as unknown as ExtensionSettings,
+);
 
 export interface SettingsRead {
     settings: ExtensionSettings;
@@ -68,105 +29,90 @@ export interface SettingsRead {
 }
 
 /** Settings whose change needs a new server process (the others reach the running server). */
-export const RESTART_SETTINGS = ['interpreter', 'importStrategy'] as const;
+export const RESTART_SETTINGS = SETTING_KEYS.filter((key) => !SETTING_SPECS[key].server);
 
-function isOneOf<T extends string>(values: readonly T[], value: unknown): value is T {
-    return typeof value === 'string' && (values as readonly string[]).includes(value);
+function isTargetName(value: string): boolean {
+    return (TARGETS as readonly string[]).includes(value) || ONNX_OPSET_TARGET.test(value);
 }
 
-function finiteNumber(value: unknown, min: number, max: number): number | undefined {
-    return typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max ? value : undefined;
+function withinLimits(spec: SettingSpec, value: number): boolean {
+    return (
+        Number.isFinite(value) &&
+        (spec.minimum === undefined || value >= spec.minimum) &&
+        (spec.exclusiveMinimum === undefined || value > spec.exclusiveMinimum) &&
+        (spec.maximum === undefined || value <= spec.maximum)
+    );
+}
+
+/** The value checked against its spec (the same rules as the server's), or undefined when unusable. */
+function checked(spec: SettingSpec, value: unknown, problems: string[]): unknown {
+    switch (spec.kind) {
+        case 'boolean':
+            return typeof value === 'boolean' ? value : undefined;
+        case 'integer':
+            return typeof value === 'number' && Number.isInteger(value) && withinLimits(spec, value) ? value : undefined;
+        case 'number':
+            return typeof value === 'number' && withinLimits(spec, value) ? value : undefined;
+        case 'string':
+            return typeof value === 'string' ? value.trim() : undefined;
+        case 'choice':
+            return typeof value === 'string' && (spec.choices ?? []).includes(value) ? value : undefined;
+        case 'targets': {
+            if (!Array.isArray(value)) {
+                return undefined;
+            }
+            const names = value.filter((t): t is string => typeof t === 'string' && t.trim() !== '').map((t) => t.trim());
+            for (const name of names.filter((n) => !isTargetName(n))) {
+                problems.push(`${SETTINGS_SECTION}.${spec.key}: ${JSON.stringify(name)} is not a target name; ignored`);
+            }
+            const targets = [...new Set(names.filter(isTargetName))];
+            return targets.length > 0 ? targets : undefined;
+        }
+        case 'severity-map': {
+            if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+                return undefined;
+            }
+            const severity: Record<string, SeverityName> = {};
+            for (const [target, level] of Object.entries(value as Record<string, unknown>)) {
+                if (!isTargetName(target)) {
+                    problems.push(`${SETTINGS_SECTION}.${spec.key}.${target}: not a target name; ignored`);
+                } else if (typeof level === 'string' && (SEVERITIES as readonly string[]).includes(level)) {
+                    severity[target] = level as SeverityName;
+                } else {
+                    problems.push(
+                        `${SETTINGS_SECTION}.${spec.key}.${target}: ${JSON.stringify(level)} is not one of ` +
+                            `${SEVERITIES.join(', ')}; ignored`,
+                    );
+                }
+            }
+            return severity;
+        }
+    }
 }
 
 /**
  * Checks values as VS Code hands them over (anything a user can type into settings.json) and
  * replaces each unusable one by its default, saying why.
  */
-export function sanitizeSettings(raw: Partial<Record<keyof ExtensionSettings, unknown>>): SettingsRead {
+export function sanitizeSettings(raw: Partial<Record<SettingKey, unknown>>): SettingsRead {
     const problems: string[] = [];
-    const settings: ExtensionSettings = { ...DEFAULT_SETTINGS, severity: {} };
-    const bad = (key: string, value: unknown, expected: string) =>
-        problems.push(`${SETTINGS_SECTION}.${key}: ${JSON.stringify(value)} is not ${expected}; using the default`);
-
-    if (raw.targets !== undefined && raw.targets !== null) {
-        const targets = Array.isArray(raw.targets)
-            ? [...new Set(raw.targets.filter((t): t is string => typeof t === 'string' && t.trim() !== '').map((t) => t.trim()))]
-            : [];
-        if (targets.length > 0) {
-            settings.targets = targets;
+    const settings: Record<string, unknown> = { ...DEFAULT_SETTINGS, severity: {} };
+    for (const key of SETTING_KEYS) {
+        const spec = SETTING_SPECS[key];
+        const value = raw[key];
+        if (value === undefined || value === null) {
+            continue;
+        }
+        const before = problems.length;
+        const usable = checked(spec, value, problems);
+        if (usable !== undefined) {
+            settings[key] = usable;
         } else {
-            bad('targets', raw.targets, 'a non-empty list of target names');
+            problems.splice(before);
+            problems.push(`${SETTINGS_SECTION}.${key}: ${JSON.stringify(value)} is not ${spec.expected}; using the default`);
         }
     }
-    if (raw.trigger !== undefined) {
-        if (isOneOf(TRIGGERS, raw.trigger)) {
-            settings.trigger = raw.trigger;
-        } else {
-            bad('trigger', raw.trigger, `one of ${TRIGGERS.join(', ')}`);
-        }
-    }
-    if (raw.onTypeDelayMs !== undefined) {
-        const delay = finiteNumber(raw.onTypeDelayMs, 0, 60_000);
-        if (delay !== undefined) {
-            settings.onTypeDelayMs = Math.round(delay);
-        } else {
-            bad('onTypeDelayMs', raw.onTypeDelayMs, 'a number of milliseconds between 0 and 60000');
-        }
-    }
-    if (raw.executeUnsaved !== undefined && raw.executeUnsaved !== null) {
-        if (typeof raw.executeUnsaved === 'boolean') {
-            settings.executeUnsaved = raw.executeUnsaved;
-        } else {
-            bad('executeUnsaved', raw.executeUnsaved, 'true or false');
-        }
-    }
-    if (raw.severity !== undefined && raw.severity !== null) {
-        if (typeof raw.severity === 'object' && !Array.isArray(raw.severity)) {
-            for (const [target, value] of Object.entries(raw.severity as Record<string, unknown>)) {
-                if (isOneOf(SEVERITIES, value)) {
-                    settings.severity[target] = value;
-                } else {
-                    problems.push(
-                        `${SETTINGS_SECTION}.severity.${target}: ${JSON.stringify(value)} is not one of ` +
-                            `${SEVERITIES.join(', ')}; ignored`,
-                    );
-                }
-            }
-        } else {
-            bad('severity', raw.severity, 'an object mapping targets to severities');
-        }
-    }
-    if (raw.timeout !== undefined && raw.timeout !== null) {
-        const timeout = finiteNumber(raw.timeout, Number.MIN_VALUE, 24 * 3600);
-        if (timeout !== undefined) {
-            settings.timeout = timeout;
-        } else {
-            bad('timeout', raw.timeout, 'a positive number of seconds');
-        }
-    }
-    if (raw.workers !== undefined) {
-        const workers = finiteNumber(raw.workers, 1, 1024);
-        if (workers !== undefined && Number.isInteger(workers)) {
-            settings.workers = workers;
-        } else {
-            bad('workers', raw.workers, 'a whole number ≥ 1');
-        }
-    }
-    if (raw.interpreter !== undefined && raw.interpreter !== null) {
-        if (typeof raw.interpreter === 'string') {
-            settings.interpreter = raw.interpreter.trim();
-        } else {
-            bad('interpreter', raw.interpreter, 'a path');
-        }
-    }
-    if (raw.importStrategy !== undefined) {
-        if (isOneOf(IMPORT_STRATEGIES, raw.importStrategy)) {
-            settings.importStrategy = raw.importStrategy;
-        } else {
-            bad('importStrategy', raw.importStrategy, `one of ${IMPORT_STRATEGIES.join(', ')}`);
-        }
-    }
-    return { settings, problems };
+    return { settings: settings as unknown as ExtensionSettings, problems };
 }
 
 /**
@@ -197,32 +143,35 @@ export function explicitValue<T>(
 /** Reads and checks the settings for a resource (a file or a workspace folder; none: the window). */
 export function readSettings(scope: vscode.ConfigurationScope | undefined, trusted: boolean): SettingsRead {
     const config = vscode.workspace.getConfiguration(SETTINGS_SECTION, scope);
-    return sanitizeSettings({
-        targets: explicitValue(config.inspect<unknown>('targets')),
-        trigger: config.get('trigger'),
-        onTypeDelayMs: config.get('onTypeDelayMs'),
-        // Running unsaved code is the user's own choice: never taken from an untrusted folder.
-        executeUnsaved: restrictedValue(config.inspect<unknown>('executeUnsaved'), trusted),
-        severity: config.get('severity'),
-        timeout: explicitValue(config.inspect<unknown>('timeout')),
-        workers: config.get('workers'),
-        interpreter: restrictedValue(config.inspect<unknown>('interpreter'), trusted),
-        importStrategy: restrictedValue(config.inspect<unknown>('importStrategy'), trusted),
-    });
+    const raw: Partial<Record<SettingKey, unknown>> = {};
+    for (const key of SETTING_KEYS) {
+        const spec = SETTING_SPECS[key];
+        if (spec.restricted) {
+            // What code runs is the user's own choice: never taken from an untrusted folder.
+            raw[key] = restrictedValue(config.inspect<unknown>(key), trusted);
+        } else if (!('default' in spec)) {
+            // Unset by default: only a value the user set counts, else the projects decide.
+            raw[key] = explicitValue(config.inspect<unknown>(key));
+        } else {
+            raw[key] = config.get<unknown>(key);
+        }
+    }
+    return sanitizeSettings(raw);
 }
 
 export function toServerSettings(settings: ExtensionSettings, runtime: { trusted: boolean; python: string }): ServerSettings {
-    return {
-        targets: settings.targets ? [...settings.targets] : null,
-        trigger: settings.trigger,
-        onTypeDelayMs: settings.onTypeDelayMs,
-        executeUnsaved: settings.executeUnsaved,
-        severity: { ...settings.severity },
-        timeout: settings.timeout ?? null,
-        workers: settings.workers,
-        trusted: runtime.trusted,
-        python: runtime.python,
-    };
+    const forwarded = Object.fromEntries(
+        FORWARDED_SETTINGS.map((key) => {
+            const value: unknown = settings[key];
+            const copy: unknown = Array.isArray(value)
+                ? [...(value as unknown[])]
+                : typeof value === 'object' && value !== null
+                  ? { ...value }
+                  : value;
+            return [key, copy ?? null];
+        }),
+    );
+    return { ...forwarded, trusted: runtime.trusted, python: runtime.python } as ServerSettings;
 }
 
 export interface VariableContext {

@@ -65,12 +65,12 @@ export function parseStatus(params: unknown): ServerStatus | undefined {
     }
     return {
         state: p.state as ServerStatus['state'],
-        targets: p.targets as string[],
-        torch: (p.torch as string | null | undefined) ?? null,
-        python: (p.python as string | null | undefined) ?? '',
+        targets: p.targets,
+        torch: p.torch ?? null,
+        python: p.python ?? '',
         trusted: p.trusted !== false,
-        lastError: (p.lastError as string | null | undefined) ?? null,
-        message: (p.message as string | null | undefined) ?? null,
+        lastError: p.lastError ?? null,
+        message: p.message ?? null,
         notes: Array.isArray(p.notes) ? p.notes.filter((n): n is string => typeof n === 'string') : [],
         workspaceChecks: typeof p.workspaceChecks === 'number' ? p.workspaceChecks : 0,
     };

@@ -21,11 +21,15 @@ import importlib.util
 import inspect
 import os
 import sys
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..factories import FunctionReference, class_hook_names, parse_reference
+
+if TYPE_CHECKING:  # Python 3.11's typing.Self, for 3.10 too
+    from typing_extensions import Self
 
 # A CPU build allocates real weights: cap it so a 7B-parameter config fails cleanly.
 CPU_BUILD_MEMORY_MB = int(os.environ.get("ATENLINT_CPU_BUILD_MB", "3072"))
@@ -38,13 +42,13 @@ BUILD_CPU = "cpu"  # built on the CPU at the configured sizes (meta could not), 
 class MissingPackage(Exception):
     """The user's code needs a package that is not installed in the analysing interpreter."""
 
-    def __init__(self, package: str, site: Optional[dict]):
+    def __init__(self, package: str, site: dict[str, Any] | None):
         super().__init__(package)
         self.package = package
         self.site = site
 
 
-def missing_package(error: BaseException, roots: tuple = ()) -> Optional[str]:
+def missing_package(error: BaseException, roots: tuple[Any, ...] = ()) -> str | None:
     """The top-level package a ModuleNotFoundError names, unless it is the user's own (a
     folder or file of that name in the project's roots: a path problem, not an install)."""
     if not (isinstance(error, ModuleNotFoundError) and error.name):
@@ -56,13 +60,13 @@ def missing_package(error: BaseException, roots: tuple = ()) -> Optional[str]:
     return top
 
 
-class CallArguments(tuple):
+class CallArguments(tuple[Any, ...]):
     """Example inputs for `forward(*args, **kwargs)`: a tuple, so paths that only know
     positional inputs still work, with the keyword inputs beside it."""
 
-    kwargs: dict
+    kwargs: dict[str, Any]
 
-    def __new__(cls, args: tuple = (), kwargs: Optional[dict] = None):
+    def __new__(cls, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Self:
         instance = super().__new__(cls, args)
         instance.kwargs = dict(kwargs or {})
         return instance
@@ -78,7 +82,7 @@ class CallArguments(tuple):
 _FILE_MODULES: dict[str, Any] = {}
 
 
-def load_reference(reference: FunctionReference, base_dir: Optional[str]) -> Callable:
+def load_reference(reference: FunctionReference, base_dir: str | None) -> Callable[..., Any]:
     """The function a reference names: imported by module name from the user's roots
     (already on sys.path), or loaded from a file relative to the configuration."""
     if reference.is_file:
@@ -95,7 +99,8 @@ def load_reference(reference: FunctionReference, base_dir: Optional[str]) -> Cal
         obj = getattr(obj, part)
     if not callable(obj):
         raise TypeError(f"`{reference}` is not a function")
-    return obj
+    function: Callable[..., Any] = obj
+    return function
 
 
 def load_factories_file(path: str) -> Any:
@@ -127,15 +132,15 @@ def _mtime(path: str) -> float:
         return 0
 
 
-def call_with(function: Callable, available: dict, first: str) -> Any:
+def call_with(function: Callable[..., Any], available: dict[str, Any], first: str) -> Any:
     """Call a user's factory with the values it asks for by parameter name (`cls`,
     `config`, `model`, `module`, `key`); a first parameter with another name gets `first`."""
     try:
         parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
         return function(available[first])
-    args: list = []
-    kwargs: dict = {}
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
     for index, parameter in enumerate(parameters):
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
@@ -146,8 +151,10 @@ def call_with(function: Callable, available: dict, first: str) -> Any:
         elif parameter.default is not parameter.empty:
             continue
         else:
-            raise TypeError(f"{function.__name__}() asks for `{parameter.name}`; a factory may take "
-                            f"{', '.join(f'`{n}`' for n in available)}")
+            raise TypeError(
+                f"{function.__name__}() asks for `{parameter.name}`; a factory may take "
+                f"{', '.join(f'`{n}`' for n in available)}"
+            )
         if parameter.kind == parameter.KEYWORD_ONLY:
             kwargs[parameter.name] = value
         else:
@@ -155,7 +162,9 @@ def call_with(function: Callable, available: dict, first: str) -> Any:
     return function(*args, **kwargs)
 
 
-def factory_function(kind: str, setting: Optional[str], config: dict, qualname: str) -> Optional[Callable]:
+def factory_function(
+    kind: str, setting: str | None, config: dict[str, Any], qualname: str
+) -> Callable[..., Any] | None:
     """The function that makes `kind` ("init", "inputs", "kwargs") for a class: the one
     its setting names, else one the factories file defines for it, else None."""
     reference = parse_reference(setting)
@@ -165,9 +174,10 @@ def factory_function(kind: str, setting: Optional[str], config: dict, qualname: 
     if setting is None and config.get("factories"):
         module = load_factories_file(config["factories"])
         for name in class_hook_names(kind, qualname):
-            function = getattr(module, name, None)
-            if callable(function):
-                return function
+            hook = getattr(module, name, None)
+            if callable(hook):
+                found: Callable[..., Any] = hook
+                return found
     return None
 
 
@@ -180,7 +190,8 @@ def non_meta_tensors(instance: torch.nn.Module) -> list[str]:
     found = []
     for module_name, module in instance.named_modules():
         prefix = f"{module_name}." if module_name else ""
-        for name, value in list(module._parameters.items()) + list(module._buffers.items()):
+        slots = list(module.named_parameters(recurse=False)) + list(module.named_buffers(recurse=False))
+        for name, value in slots:
             if value is not None and value.device.type != "meta":
                 found.append(prefix + name)
         for name, value in vars(module).items():
@@ -237,10 +248,14 @@ def _address_space_bytes() -> int:
             pages = int(handle.read().split()[0])
         return pages * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        return 8 * 1024 ** 3
+        return 8 * 1024**3
 
 
 def is_memory_error(error: BaseException) -> bool:
     text = str(error)
-    return isinstance(error, MemoryError) or "can't allocate memory" in text or "not enough memory" in text \
+    return (
+        isinstance(error, MemoryError)
+        or "can't allocate memory" in text
+        or "not enough memory" in text
         or "out of memory" in text.lower()
+    )

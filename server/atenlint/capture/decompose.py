@@ -16,56 +16,51 @@ Runs inside the worker: standard library and torch only.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections.abc import Iterable
+from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-_CEA = torch._C.DispatchKey.CompositeExplicitAutograd
-_CEANF = torch._C.DispatchKey.CompositeExplicitAutogradNonFunctional
+from .. import torchcompat
+from ..torchcompat import TorchDispatchMode
+
+_CEA = torchcompat.dispatch_key("CompositeExplicitAutograd")
+_CEANF = torchcompat.dispatch_key("CompositeExplicitAutogradNonFunctional")
 _MAX_EXPANSION_DEPTH = 8
 
 # A tree node: {"op": "aten::name.overload", "calls": [nodes] | None}.
 # "calls" is None when the op was not expanded (a backend kernel, or a composite
 # whose expansion failed on meta, e.g. one that picks a kernel by device).
-Node = dict
+Node = dict[str, Any]
 
 
 def canonical_name(op: Any) -> str:
     """`aten::name` or `aten::name.overload`, the spelling torch's own warnings use."""
-    schema = op._schema
-    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+    return torchcompat.op_name(op)
 
 
-def resolve_overload(qualified: str, overload: str) -> Optional[Any]:
+def resolve_overload(qualified: str, overload: str) -> Any | None:
     """The dispatcher overload, or None for TorchScript-only builtins (`aten::sub.int`)."""
-    namespace, _, name = qualified.partition("::")
-    try:
-        torch._C._dispatch_find_schema_or_throw(qualified, overload)
-    except RuntimeError:
-        return None
-    try:
-        packet = getattr(getattr(torch.ops, namespace), name)
-        return getattr(packet, overload or "default")
-    except (AttributeError, RuntimeError):
-        return None
+    return torchcompat.overload(qualified, overload)
 
 
 def is_composite_implicit(op: Any) -> bool:
-    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
+    return torchcompat.has_kernel(op.name(), "CompositeImplicitAutograd")
 
 
-class _CallTreeRecorder(TorchDispatchMode):
+class _CallTreeRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
         self.roots: list[Node] = []
         self._open: list[list[Node]] = [self.roots]
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         return dispatch_expanding(self, func, args, kwargs or {}, self._open)
 
 
-def dispatch_expanding(mode: TorchDispatchMode, func: Any, args: tuple, kwargs: dict, open_lists: list) -> Any:
+def dispatch_expanding(
+    mode: TorchDispatchMode, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], open_lists: list[Any]
+) -> Any:
     """Run `func`, appending its node to the innermost open list; a composite with an
     explicit kernel is run through that kernel with `mode` re-entered, so what it calls
     becomes the node's children. Shared by every recorder of call trees."""
@@ -77,8 +72,8 @@ def dispatch_expanding(mode: TorchDispatchMode, func: Any, args: tuple, kwargs: 
         open_lists.append(calls)
         try:
             with mode:
-                result = func._op_dk(key, *args, **kwargs)
-        except Exception as error:  # noqa: BLE001 - a composite that cannot run on meta stays a leaf
+                result = torchcompat.call_with_key(func, key, *args, **kwargs)
+        except Exception as error:
             if _lacks_meta_kernel(error):
                 # What it called so far is real; the op it stopped at has no meta kernel.
                 node["calls"] = calls
@@ -91,7 +86,7 @@ def dispatch_expanding(mode: TorchDispatchMode, func: Any, args: tuple, kwargs: 
     return func(*args, **kwargs)
 
 
-def _all_meta(args: tuple, kwargs: dict) -> bool:
+def _all_meta(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Explicit composite kernels run only on meta tensors: on a fake CPU tensor (one a
     model made with `device="cpu"`) some reach native code that reads the data pointer of
     a tensor that has none (`copy_`: a segfault). Such a call stays a leaf."""
@@ -113,10 +108,10 @@ def _lacks_meta_kernel(error: Exception) -> bool:
     return isinstance(error, NotImplementedError) and ("Meta kernel" in text or "fake impl" in text)
 
 
-def _expandable_key(func: Any):
+def _expandable_key(func: Any) -> Any:
     # Calling _op_dk for a key without a kernel aborts the process, so ask first.
     for key in (_CEA, _CEANF):
-        if func.has_kernel_for_dispatch_key(key):
+        if key is not None and func.has_kernel_for_dispatch_key(key):
             return key
     return None
 
@@ -124,8 +119,19 @@ def _expandable_key(func: Any):
 # ---------------------------------------------------------------------------
 # Synthesising arguments for a call whose tensor shapes are unknown.
 
-_INDEX_NAMES = ("index", "indices", "indice", "target", "targets", "offsets", "lengths",
-                "input_lengths", "target_lengths", "per_sample_weights_idx", "idx")
+_INDEX_NAMES = (
+    "index",
+    "indices",
+    "indice",
+    "target",
+    "targets",
+    "offsets",
+    "lengths",
+    "input_lengths",
+    "target_lengths",
+    "per_sample_weights_idx",
+    "idx",
+)
 _MASK_NAMES = ("mask",)
 _RANKS = (4, 2, 3, 5, 1)
 _SIDE = 4
@@ -154,7 +160,7 @@ def _synthesise(arg: Any, rank: int, optional_tensor_as_none: bool) -> Any:
     """A plausible value for an argument the call site leaves open."""
     type_text = str(arg.type)
     optional = type_text.startswith("Optional[")
-    inner = type_text[len("Optional["):-1] if optional else type_text
+    inner = type_text[len("Optional[") : -1] if optional else type_text
     name = arg.name
     if inner == "Tensor":
         if optional and optional_tensor_as_none:
@@ -185,7 +191,7 @@ def _is_tensor_like(arg: Any) -> bool:
     return "Tensor" in str(arg.type)
 
 
-def _rank_plans(tensor_count: int):
+def _rank_plans(tensor_count: int) -> Any:
     """Rank per open tensor argument, most plausible first: all alike, then a
     main input with 1-D parameters (norms, biases), then two free ranks."""
     seen = set()
@@ -199,11 +205,15 @@ def _rank_plans(tensor_count: int):
             yield plan
 
 
-def _candidate_calls(op: Any, known: dict[str, Any]):
-    arguments = op._schema.arguments
-    open_tensors = [a.name for a in arguments
-                    if _is_tensor_like(a) and known.get(a.name, UNKNOWN) is UNKNOWN
-                    and not (a.has_default_value() and a.name not in known)]
+def _candidate_calls(op: Any, known: dict[str, Any]) -> Any:
+    arguments = torchcompat.op_schema(op).arguments
+    open_tensors = [
+        a.name
+        for a in arguments
+        if _is_tensor_like(a)
+        and known.get(a.name, UNKNOWN) is UNKNOWN
+        and not (a.has_default_value() and a.name not in known)
+    ]
     for plan in _rank_plans(max(len(open_tensors), 1)):
         rank_of = dict(zip(open_tensors, plan))
         for none_optional in (False, True):
@@ -269,15 +279,25 @@ def call_tree(op: Any, known: dict[str, Any]) -> Node:
     return {"op": name, "calls": None, "undecomposed": True}
 
 
-def warm_up() -> None:
+# The views captured on meta or fake tensors (the dispatcher's, torch.export's, and the
+# scripted graph's decompositions): only they need torch._dynamo.
+_JIT_ONLY_VIEWS = frozenset({"jit", "onnx-jit"})
+
+
+def warm_up(views: Iterable[str] | None = None) -> None:
     """Pay the one-time costs before the first file arrives: torch's Python meta kernels
     and dispatch modes are wrapped in torch._disable_dynamo, whose first call imports
-    torch._dynamo (about a second on 2 cores)."""
+    torch._dynamo (about a second on 2 cores, as long as importing torch itself on a
+    loaded machine). `views`: the views the worker will be asked for, when known; a worker
+    that only traces with torch.jit (TorchScript ONNX exporter, coremltools, with example
+    inputs) never needs torch._dynamo, so it is not imported for it."""
+    if views is not None and set(views) <= _JIT_ONLY_VIEWS:
+        return
     call_tree(torch.ops.aten.gelu.default, {"self": UNKNOWN})
     call_tree(torch.ops.aten.linalg_svdvals.default, {"A": UNKNOWN})
 
 
-def record_calls(function, *args, **kwargs) -> tuple[list[Node], Optional[Exception]]:
+def record_calls(function: Any, *args: Any, **kwargs: Any) -> tuple[list[Node], Exception | None]:
     """The call trees of everything `function(*args, **kwargs)` dispatches (meta tensors
     expected), and the error that stopped it, if any."""
     recorder = _CallTreeRecorder()
@@ -289,7 +309,8 @@ def record_calls(function, *args, **kwargs) -> tuple[list[Node], Optional[Except
     return recorder.roots, None
 
 
-def _as_tree(name: str, implicit: bool, roots: list) -> Node:
+def _as_tree(name: str, implicit: bool, roots: list[Any]) -> Node:
     if not implicit and len(roots) == 1 and roots[0]["op"] == name:
-        return roots[0]
+        only: Node = roots[0]
+        return only
     return {"op": name, "calls": roots}

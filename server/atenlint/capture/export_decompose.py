@@ -21,17 +21,18 @@ import functools
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from .. import torchcompat
+from ..torchcompat import TorchDispatchMode
 from .decompose import Node, _candidate_calls, canonical_name, resolve_overload
 
 _MAX_DEPTH = 12
 
 
-_EXECUTORCH_CHANGES: dict = {}
+_EXECUTORCH_CHANGES: dict[str, Any] = {}
 
 
-def set_executorch_changes(changes: dict) -> None:
+def set_executorch_changes(changes: dict[str, Any]) -> None:
     """ExecuTorch's changes to the default table (`to_edge` also decomposes
     `linalg_vector_norm`), read from the installed executorch by the parent."""
     global _EXECUTORCH_CHANGES
@@ -42,47 +43,45 @@ def set_executorch_changes(changes: dict) -> None:
 
 
 @functools.lru_cache(maxsize=2)
-def tables(executorch: bool = False) -> tuple[dict, dict]:
+def tables(executorch: bool = False) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """(default table of run_decompositions() — or to_edge's, for ExecuTorch — and the extra
     ops only decomposition_table has)."""
-    from torch._decomp import decomposition_table, get_decompositions
-
     from .decompose import resolve_overload
 
-    try:
-        default = dict(torch.export.default_decompositions().items())
-    except AttributeError:  # older torch
-        from torch._decomp import core_aten_decompositions
-
-        default = dict(core_aten_decompositions())
+    default = torchcompat.export_default_decompositions()
     if executorch:
-        def resolved(names):
+
+        def resolved(names: Any) -> list[Any]:
             return [op for op in (resolve_overload(*n.partition(".")[::2]) for n in names) if op is not None]
 
-        default.update(get_decompositions(resolved(_EXECUTORCH_CHANGES.get("extra", ()))))
+        default.update(torchcompat.decompositions_for(resolved(_EXECUTORCH_CHANGES.get("extra", ()))))
         for op in resolved(_EXECUTORCH_CHANGES.get("removed", ())):
             default.pop(op, None)
-    extra = {op: fn for op, fn in decomposition_table.items() if op not in default and hasattr(op, "_schema")}
+    extra = {
+        op: fn
+        for op, fn in torchcompat.decomposition_table().items()
+        if op not in default and torchcompat.is_op_overload(op)
+    }
     return default, extra
 
 
 def _has_cia(func: Any) -> bool:
     try:
-        return func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
+        return torchcompat.op_has_kernel(func, "CompositeImplicitAutograd")
     except Exception:  # noqa: BLE001
         return False
 
 
-class _ExportRecorder(TorchDispatchMode):
-    def __init__(self, default: dict, extra: dict):
-        super().__init__()
+class _ExportRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
+    def __init__(self, default: dict[Any, Any], extra: dict[Any, Any]):
+        super().__init__()  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
         self.default = default
         self.extra = extra
         self.roots: list[Node] = []
         self._open: list[list[Node]] = [self.roots]
         self._in_extra = False
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         node: Node = {"op": canonical_name(func), "calls": None}
         self._open[-1].append(node)
@@ -95,7 +94,7 @@ class _ExportRecorder(TorchDispatchMode):
                 try:
                     with self:
                         result = decomposition(*args, **kwargs)
-                except Exception:  # noqa: BLE001 - keep the op itself when its decomposition fails on meta
+                except Exception:  # noqa: BLE001, S112 - keep the op itself when its decomposition fails on meta
                     continue
                 else:
                     node["calls"] = calls
@@ -106,7 +105,7 @@ class _ExportRecorder(TorchDispatchMode):
                     self._in_extra = outer
         return func(*args, **kwargs)
 
-    def _decompositions(self, func):
+    def _decompositions(self, func: Any) -> Any:
         if func in self.default:
             yield "default", self.default[func]
         elif torch.Tag.core not in func.tags and _has_cia(func):
@@ -121,7 +120,7 @@ class _ExportRecorder(TorchDispatchMode):
 def functional_variant(op: Any) -> Any:
     """`aten::relu_` -> `aten::relu`, `aten::add_.Tensor` -> `aten::add.Tensor`: export
     functionalises in-place calls before any decomposition."""
-    schema = op._schema
+    schema = torchcompat.op_schema(op)
     base = schema.name.split("::", 1)[1]
     if not schema.is_mutable or not base.endswith("_") or base.startswith("_"):
         return op
@@ -140,7 +139,7 @@ def export_tree(op: Any, known: dict[str, Any], executorch: bool = False) -> Nod
         try:
             with torch.no_grad(), recorder:
                 op(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - try the next shape guess
+        except Exception:  # noqa: BLE001, S112 - try the next shape guess
             continue
         if len(recorder.roots) == 1 and recorder.roots[0]["op"] == name:
             return recorder.roots[0]

@@ -7,23 +7,33 @@ ranges and messages happens in the parent. Runs inside the worker.
 from __future__ import annotations
 
 import linecache
+import math
 import os
 import time
 import traceback
-from typing import Any, Optional
+from collections.abc import Callable
+from typing import Any
 
-
+from .. import torchcompat
 from .decompose import UNKNOWN
-from .paths import is_library_file
 from .loader import BuildFailure, build, import_file, last_build, module_classes, user_import_context
+from .paths import is_library_file
 from .script import ScriptFailure, decomposed, script, script_ops
 
+PartialCallback = Callable[[dict[str, Any]], None]
 
-def capture_file(request: dict) -> dict:
+
+def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = None) -> dict[str, Any]:
     """Answer an `analyse` request: {path, module, roots, overlays, classes: {qualname: {init}}}.
 
     Never less than the static pass: when the file cannot be imported, every class of it
-    is read from source instead (`capture: "static"`), and so is a class that cannot be built."""
+    is read from source instead (`capture: "static"`), and so is a class that cannot be built.
+
+    `on_partial` (publish fast targets first): called once, before the toolchain graphs
+    (jit, export, script views) are captured, with an answer of the same shape as the
+    returned one holding only the `dispatch` view of every class (what MPS, CUDA and XLA
+    judge) and `"partial": True`. The callback must consume the answer before it returns
+    (the final answer shares its op entries). The final answer reuses that dispatch capture."""
     global _request_roots
     started = time.perf_counter()
     path = request["path"]
@@ -38,31 +48,72 @@ def capture_file(request: dict) -> dict:
     with user_import_context(request.get("roots", []), request.get("overlays", {}), answer["imported"]):
         try:
             module = import_file(request["module"], path)
-        except BaseException as error:  # noqa: BLE001 - SystemExit and friends at import are findings too
+        except BaseException as error:
             if isinstance(error, KeyboardInterrupt):
                 raise
             answer["import_error"] = _import_error(error, path, request.get("roots", []))
         if module is not None:
+            pending: list[_ClassCapture] = []
             for qualname, cls in module_classes(module, candidates):
                 if qualname not in skip:
                     class_config = _with_factory_hooks(dict(config.get(qualname, {})), qualname)
-                    captured = capture_class(qualname, cls, module, class_config, devices, views,
-                                             request.get("graph_options"))
-                    if class_config.get("key"):
-                        captured["key"] = class_config["key"]
-                    _drop_fast_paths_off_device(captured)
-                    record = last_build()
-                    if record is not None and record.cls is cls:
-                        captured["build"] = record.path  # which build worked: meta, meta + moved, CPU
-                        captured["moved_to_meta"] = record.moved[:10]
-                    answer["classes"].append(captured)
+                    capture = _ClassCapture(
+                        qualname, cls, module, class_config, devices, views, request.get("graph_options")
+                    )
+                    capture.start()  # built, and its dispatch view traced
+                    if on_partial is None:
+                        answer["classes"].append(capture.finish())
+                    else:
+                        pending.append(capture)
+            if on_partial is not None:
+                on_partial(
+                    dict(
+                        answer,
+                        classes=[c.dispatch_only() for c in pending],
+                        partial=True,
+                        seconds=time.perf_counter() - started,
+                    )
+                )
+                answer["classes"] = [c.finish() for c in pending]
     if module is None:
         answer["classes"] = _static_file(request, candidates, skip, devices, views, config)
+        if on_partial is not None:
+            on_partial(
+                dict(
+                    answer,
+                    classes=[_only_views(c, DISPATCH_ONLY) for c in answer["classes"]],
+                    partial=True,
+                    seconds=time.perf_counter() - started,
+                )
+            )
     answer["seconds"] = time.perf_counter() - started
     return answer
 
 
-def _drop_fast_paths_off_device(captured: dict) -> None:
+DISPATCH_VIEW = "dispatch"
+DISPATCH_ONLY = (DISPATCH_VIEW,)
+
+
+def _only_views(captured: dict[str, Any], views: tuple[str, ...]) -> dict[str, Any]:
+    """A copy of a class's capture holding only `views` (entries with no tree left dropped)."""
+    ops = []
+    for entry in captured.get("ops", []):
+        trees = {v: t for v, t in (entry.get("trees") or {}).items() if v in views}
+        if trees:
+            ops.append(dict(entry, trees=trees))
+    out = dict(captured, ops=ops)
+    if "covered" in out:
+        out["covered"] = [v for v in out["covered"] if v in views]
+    if "fallback" in out:
+        out["fallback"] = {v: how for v, how in out["fallback"].items() if v in views}
+    if "graph_errors" in out:
+        out["graph_errors"] = [e for e in out["graph_errors"] if e.get("view") in views]
+        if not out["graph_errors"]:
+            del out["graph_errors"]
+    return out
+
+
+def _drop_fast_paths_off_device(captured: dict[str, Any]) -> None:
     """MultiheadAttention's and TransformerEncoderLayer's fast paths run only on CPU and
     CUDA (torch checks the device first): a walk for MPS that could not decide the
     branch must not report them there."""
@@ -79,10 +130,10 @@ def _drop_fast_paths_off_device(captured: dict) -> None:
         captured["ops"] = kept
 
 
-_request_roots: list = []  # the roots of the file being captured, for the static pass to follow imports
+_request_roots: list[Any] = []  # the roots of the file being captured, for the static pass to follow imports
 
 
-def _with_factory_hooks(config: dict, qualname: str) -> dict:
+def _with_factory_hooks(config: dict[str, Any], qualname: str) -> dict[str, Any]:
     """A class with keyword inputs, or inputs from the factories file, is traced: give the
     trace path an inputs entry to start from (`()` when there are only keyword inputs)."""
     if config.get("inputs"):
@@ -107,7 +158,14 @@ def _with_factory_hooks(config: dict, qualname: str) -> dict:
     return config
 
 
-def _static_file(request: dict, candidates: list, skip: set, devices: tuple, views: tuple, config: dict) -> list:
+def _static_file(
+    request: dict[str, Any],
+    candidates: list[Any],
+    skip: set[Any],
+    devices: tuple[Any, ...],
+    views: tuple[Any, ...],
+    config: dict[str, Any],
+) -> list[Any]:
     """Every class of a file that cannot be imported, read from its source."""
     from .static import static_capture
 
@@ -115,23 +173,41 @@ def _static_file(request: dict, candidates: list, skip: set, devices: tuple, vie
     path = request["path"]
     text = next((t for p, t in overlays.items() if os.path.abspath(p) == os.path.abspath(path)), None)
     try:
-        static = static_capture({"path": path, "module": request["module"], "text": text,
-                                 "classes": candidates, "skip": sorted(skip), "devices": list(devices),
-                                 "views": list(views), "roots": request.get("roots", [])})
+        static = static_capture(
+            {
+                "path": path,
+                "module": request["module"],
+                "text": text,
+                "classes": candidates,
+                "skip": sorted(skip),
+                "devices": list(devices),
+                "views": list(views),
+                "roots": request.get("roots", []),
+            }
+        )
     except Exception as error:  # noqa: BLE001 - the import error stays the finding
-        return [{"qualname": name, "name": name.split(".")[-1], "module": f"{request['module']}.{name}",
-                 "status": "import_failed", "ops": [], "static_error": f"{type(error).__name__}: {error}"}
-                for name in candidates if name not in skip]
-    classes = static.get("classes", [])
+        return [
+            {
+                "qualname": name,
+                "name": name.split(".")[-1],
+                "module": f"{request['module']}.{name}",
+                "status": "import_failed",
+                "ops": [],
+                "static_error": f"{type(error).__name__}: {error}",
+            }
+            for name in candidates
+            if name not in skip
+        ]
+    classes: list[dict[str, Any]] = static.get("classes", [])
     for cls in classes:
-        cls.update(status="import_failed", capture="static")
+        cls.update(status="import_failed", capture="static", ops=_without_export_fast_paths(cls.get("ops", [])))
         key = (config.get(cls["qualname"]) or {}).get("key")
         if key:
             cls["key"] = key
     return classes
 
 
-def _import_error(error: BaseException, path: str, roots: Optional[list] = None) -> dict:
+def _import_error(error: BaseException, path: str, roots: list[Any] | None = None) -> dict[str, Any]:
     """What stopped the import: the type and message, the line of this file that led
     there, and the user's own line where it failed (`site`, perhaps in another file);
     `package` when it is a package that is not installed."""
@@ -141,8 +217,9 @@ def _import_error(error: BaseException, path: str, roots: Optional[list] = None)
     in_file = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)]
     # A SyntaxError's line is in the file that failed to parse: this file's own line only
     # when that file is this one (an imported file's error is placed at the import here).
-    same_file = isinstance(error, SyntaxError) and error.filename and \
-        os.path.abspath(error.filename) == os.path.abspath(path)
+    same_file = (
+        isinstance(error, SyntaxError) and error.filename and os.path.abspath(error.filename) == os.path.abspath(path)
+    )
     line = getattr(error, "lineno", None) if same_file else None
     if line is None and in_file:
         line = in_file[-1].lineno
@@ -158,163 +235,373 @@ def _import_error(error: BaseException, path: str, roots: Optional[list] = None)
             continue
         if filename == os.path.abspath(path) or (user_roots and filename.startswith(user_roots)):
             site = {"file": filename, "line": frame.lineno, "text": (frame.line or "").strip()}
-    return {"type": type(error).__name__, "message": str(error) or type(error).__name__,
-            "line": line, "site": site, "package": missing_package(error, tuple(roots or ())),
-            "trace": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
+    return {
+        "type": type(error).__name__,
+        "message": str(error) or type(error).__name__,
+        "line": line,
+        "site": site,
+        "package": missing_package(error, tuple(roots or ())),
+        "trace": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:],
+    }
 
 
-def capture_class(qualname: str, cls: type, module: Any, config: dict, devices: tuple[str, ...],
-                  views: tuple[str, ...] = ("dispatch",), graph_options: Optional[dict] = None) -> dict:
+class _ClassCapture:
+    """One class through every view its targets judge, in two steps so that the dispatch
+    view can be published first: `start` builds the class and traces its dispatch view;
+    `finish` adds the toolchain graphs (jit, export, script), reusing what was captured
+    before (the instance, the meta inputs, the dispatch trace, the scripted module, the
+    source's capture), so asking for the dispatch view first costs no second capture."""
+
+    def __init__(
+        self,
+        qualname: str,
+        cls: type,
+        module: Any,
+        config: dict[str, Any],
+        devices: tuple[str, ...],
+        views: tuple[str, ...],
+        graph_options: dict[str, Any] | None,
+    ):
+        self.qualname, self.cls, self.module, self.config = qualname, cls, module, config
+        self.devices, self.views, self.graph_options = devices, views, graph_options
+        self.instance: Any = None
+        self.build_error: dict[str, Any] | None = None
+        self.build_record: dict[str, Any] = {}
+        self.seconds = 0.0
+        self._inputs: Any = _UNSET  # the inputs expression evaluated on meta
+        self._inputs_error: dict[str, Any] | None = None
+        self._dispatch: tuple[list[dict[str, Any]], Any] | None = None  # entries, trace notes
+        self._dispatch_failure: dict[str, Any] | None = None
+        self._scripted: Any = _UNSET
+        self._script_failure: ScriptFailure | None = None
+        self._script_capture: Any = None
+        self._static: dict[str, Any] | None = None  # the source's capture of every tree view
+        self._final: dict[str, Any] | None = None
+
+    # -- the two steps ----------------------------------------------------------------
+    def start(self) -> None:
+        """Build the class; trace its dispatch view when it has inputs."""
+        started = time.perf_counter()
+        if self.graph_options and self.graph_options.get("executorch_decompositions"):
+            from .export_decompose import set_executorch_changes
+
+            set_executorch_changes(self.graph_options["executorch_decompositions"])
+        try:
+            self.instance = build(self.cls, self.module, self.config.get("init"), self.config)
+        except BuildFailure as failure:
+            self.build_error = failure.as_json()
+        record = last_build()
+        if record is not None and record.cls is self.cls:
+            # which build worked: meta, meta + moved, CPU
+            self.build_record = {"build": record.path, "moved_to_meta": record.moved[:10]}
+        if self.instance is not None and self.config.get("inputs") and DISPATCH_VIEW in self.views:
+            self._dispatch_trace()
+        self.seconds += time.perf_counter() - started
+
+    def dispatch_only(self) -> dict[str, Any]:
+        """The class's capture as far as the dispatch view goes (the partial answer)."""
+        started = time.perf_counter()
+        if self.build_error is not None:  # the source's capture, whole, then filtered
+            captured = _only_views(self.finish(), DISPATCH_ONLY)
+        elif DISPATCH_VIEW not in self.views:
+            captured = self._decorated(self._base())  # nothing of it is published early
+        else:
+            captured = self._decorated(self._assemble(DISPATCH_ONLY))
+        self.seconds += time.perf_counter() - started
+        return captured
+
+    def finish(self) -> dict[str, Any]:
+        """The class's capture for every view."""
+        if self._final is None:
+            started = time.perf_counter()
+            self._final = self._decorated(self._assemble(self.views))
+            self.seconds += time.perf_counter() - started
+            self._final["seconds"] = self.seconds
+        return self._final
+
+    # -- assembling a capture for some views --------------------------------------------
+    def _base(self) -> dict[str, Any]:
+        return {
+            "qualname": self.qualname,
+            "name": self.cls.__name__,
+            "module": f"{self.module.__name__}.{self.qualname}",
+            "status": "ok",
+            "ops": [],
+        }
+
+    def _decorated(self, captured: dict[str, Any]) -> dict[str, Any]:
+        if self.config.get("key"):
+            captured["key"] = self.config["key"]
+        _drop_fast_paths_off_device(captured)
+        captured.update(self.build_record)
+        captured["seconds"] = self.seconds
+        return captured
+
+    def _assemble(self, views: tuple[str, ...]) -> dict[str, Any]:
+        result = self._base()
+        if self.build_error is not None:
+            # Never less than the static pass: what cannot be built is read from its source.
+            result.update(status="build_failed", build_error=self.build_error)
+            return self._static_into(result, views)
+        tree_views = tuple(v for v in views if v != SCRIPT_VIEW)
+        if self.config.get("inputs") and views:
+            # With example inputs, each toolchain's own front end captures the path really taken.
+            traced = self._trace(result, tree_views)
+            if traced is not None:
+                missing = tuple(v for v in tree_views if v not in traced.get("covered", ()))
+                if missing or SCRIPT_VIEW in views:
+                    # A view the trace could not give (a fake-tensor gap) comes from the scripted
+                    # graph, never from nothing; the torchscript target always asks torch.jit.script.
+                    self._script_into(traced, missing, SCRIPT_VIEW in views)
+                return traced
+        self._script_into(result, tree_views, True)
+        return result
+
+    def _static_into(self, result: dict[str, Any], views: tuple[str, ...]) -> dict[str, Any]:
+        """The source's capture for `views` (read once, for every view, then filtered)."""
+        if self._static is None:
+            self._static = _static_fallback(
+                {"qualname": self.qualname, "ops": []},
+                self.cls,
+                self.module,
+                self.devices,
+                tuple(v for v in self.views if v != SCRIPT_VIEW),
+            )
+        static = _only_views(self._static, views)
+        static["ops"] = _without_export_fast_paths(static["ops"])
+        if "static_error" in static:
+            result["static_error"] = static["static_error"]
+            return result
+        result.update(ops=static["ops"], submodules=static.get("submodules", []), capture="static")
+        return result
+
+    def _script(self) -> Any:
+        if self._scripted is _UNSET:
+            try:
+                self._scripted = script(self.instance)
+            except ScriptFailure as failure:
+                self._scripted, self._script_failure = None, failure
+        return self._scripted
+
+    def _script_into(self, result: dict[str, Any], views: tuple[str, ...], record_failure: bool) -> None:
+        """Add the scripted graph's calls for `views` to `result` (the source's, when
+        TorchScript cannot compile the class); `record_failure`: keep the script error."""
+        scripted = self._script()
+        if scripted is None:
+            failure = self._script_failure
+            assert failure is not None
+            if record_failure:
+                if result.get("capture") == "trace":
+                    result["script_error"] = failure.as_json()  # the torchscript verdict; the trace stands
+                else:
+                    result.update(status="script_failed", script_error=failure.as_json())
+            if views:
+                if result.get("capture") == "trace":
+                    scratch = self._static_into(dict(result, ops=[]), views)
+                    result["ops"] += scratch.get("ops", [])
+                    result.setdefault("fallback", {}).update({v: "static" for v in views})
+                else:
+                    self._static_into(result, views)
+            return
+        if not views:
+            return
+        if self._script_capture is None:
+            try:
+                self._script_capture = script_ops(scripted, self.devices)
+            except torchcompat.Unavailable:  # no call walk on this torch (in the answer's torch_degraded)
+                if result.get("capture") == "trace":
+                    scratch = self._static_into(dict(result, ops=[]), views)
+                    result["ops"] += scratch.get("ops", [])
+                    result.setdefault("fallback", {}).update({v: "static" for v in views})
+                else:
+                    self._static_into(result, views)
+                return
+        captured = self._script_capture
+        result.setdefault("unresolved_calls", []).extend(captured.unresolved_calls)
+        result["submodules"] = sorted(set(result.get("submodules", [])) | set(captured.submodules))
+        merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for call in captured.ops:
+            args = _json_args(call.known)
+            key = (call.op, call.sites, repr(args))
+            entry = merged.get(key)
+            if entry is None:
+                entry = merged[key] = {
+                    "op": call.op,
+                    "args": args,
+                    "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in call.sites],
+                    "phases": [],
+                    "devices": [],
+                    "conditional": True,
+                    "trees": {
+                        view: with_library_facts(decomposed(call.op, call.known, view))
+                        for view in _views_reaching(call.op, views)
+                    },
+                }
+            entry["conditional"] = entry["conditional"] and call.conditional
+            phase = "train" if call.training else "eval"
+            for key_name, value in (("phases", phase), ("devices", call.device)):
+                if value not in entry[key_name]:
+                    entry[key_name].append(value)
+        result["ops"] = result.get("ops", []) + list(merged.values())
+        if result.get("capture") == "trace":
+            result.setdefault("fallback", {}).update({v: "script" for v in views})
+
+    # -- with example inputs ------------------------------------------------------------
+    def _meta_inputs(self) -> Any:
+        """The inputs expression evaluated once, on meta; None (and `_inputs_error`) when it raises."""
+        if self._inputs is _UNSET:
+            from .trace import build_inputs
+
+            expression = self.config["inputs"]
+            try:
+                self._inputs = build_inputs(expression, self.module)
+            except Exception as error:  # noqa: BLE001 - the user's expression is wrong: say so
+                self._inputs = None
+                self._inputs_error = {
+                    "message": f"the inputs expression `{expression}` raised {type(error).__name__}: {error}",
+                    "site": None,
+                }
+        return self._inputs
+
+    def _dispatch_trace(self) -> None:
+        from .trace import TraceFailure, trace_ops
+
+        inputs = self._meta_inputs()
+        if inputs is None or self._dispatch is not None or self._dispatch_failure is not None:
+            return
+        try:
+            traced, notes = trace_ops(self.instance, inputs)
+        except TraceFailure as failure:
+            self._dispatch_failure = dict(failure.as_json(), view=DISPATCH_VIEW)
+        else:
+            self._dispatch = (_dispatch_entries(traced, self.devices), notes)
+
+    def _trace(self, result: dict[str, Any], views: tuple[str, ...]) -> dict[str, Any] | None:
+        """The class captured with its example inputs, each view by its own front end: the
+        dispatcher (fake tensors under a dispatch mode) for device backends, `torch.jit.trace`
+        for the TorchScript-based converters, `torch.export` for the decomposed-graph ones.
+        `covered` lists the views it gave; None (with `trace_error` set) when nothing could
+        be traced, so scripting is tried next."""
+        from .graphs import EXPORT_VIEWS, JIT_VIEWS, GraphFailure, GraphFailures, export_graph_ops, jit_graph_ops
+
+        inputs = self._meta_inputs()
+        if inputs is None:
+            result["trace_error"] = self._inputs_error
+            return None
+        expression = self.config["inputs"]
+        instance = self.instance
+        args = tuple(inputs) if isinstance(inputs, tuple) else (inputs,)
+        kwargs = dict(getattr(inputs, "kwargs", None) or {})
+        ops: list[dict[str, Any]] = []
+        covered: list[str] = []
+        failures: list[dict[str, Any]] = []
+        if DISPATCH_VIEW in views:
+            self._dispatch_trace()
+            if self._dispatch is not None:
+                entries, notes = self._dispatch
+                ops += entries
+                covered.append(DISPATCH_VIEW)
+                if notes:
+                    result["trace_notes"] = notes
+            elif self._dispatch_failure is not None:
+                failures.append(self._dispatch_failure)
+        jit_wanted = tuple(v for v in views if v in JIT_VIEWS)
+        export_wanted = tuple(v for v in views if v in EXPORT_VIEWS)
+        for wanted in (jit_wanted, export_wanted):
+            if not wanted:
+                continue
+            try:
+                if wanted is jit_wanted:
+                    found = jit_graph_ops(
+                        instance, args, kwargs, wanted, _real_inputs(expression, self.module, args, kwargs)
+                    )
+                else:
+                    found = export_graph_ops(instance, args, kwargs, wanted, self.graph_options or {})
+            except GraphFailures as partial:  # some of these views were captured
+                failures += [f.as_json() for f in partial.failures]
+                failed = {f.view for f in partial.failures}
+                ops += _graph_entries(partial.found)
+                covered += [v for v in wanted if v not in failed]
+                continue
+            except GraphFailure as failure:
+                failures.append(failure.as_json())
+                continue
+            except Exception as error:  # noqa: BLE001 - a gap of ours: that view falls back
+                failures.append(
+                    {"view": wanted[0], "message": f"{type(error).__name__}: {str(error)[:300]}", "site": None}
+                )
+                continue
+            ops += _graph_entries(found)
+            covered += wanted
+        instance.eval()
+        if not covered:
+            if failures and all(f.get("toolchain_fails") for f in failures):
+                # torch.export itself fails on the user's code (the only front end asked): not a
+                # trace failure of ours but the toolchain's verdict (EXPORT001); the class is
+                # judged from its scripted graph for everything else.
+                result["graph_errors"] = failures
+                return None
+            first = failures[0] if failures else {"message": "nothing could be traced", "site": None}
+            result["trace_error"] = {"message": first["message"], "site": first.get("site")}
+            return None
+        if failures:
+            result["graph_errors"] = failures
+        result.update(ops=ops, capture="trace", covered=covered)
+        return result
+
+
+_UNSET: Any = object()
+
+
+def _views_reaching(op: str, views: tuple[str, ...]) -> tuple[str, ...]:
+    """The views a call of the scripted or source graph can reach. The native fast paths of
+    MultiheadAttention and TransformerEncoderLayer are branches chosen at run time; a
+    graph captured by torch.export never takes them (MultiheadAttention checks for make_fx
+    tracing; TransformerEncoderLayer's is not taken under export either, also under
+    no_grad), so the export toolchains (ExecuTorch, the dynamo ONNX exporter, core ATen)
+    never see those ops."""
+    from .graphs import EXPORT_VIEWS
+    from .static import CPU_CUDA_FAST_PATHS
+
+    if op not in CPU_CUDA_FAST_PATHS:
+        return views
+    return tuple(v for v in views if v not in EXPORT_VIEWS)
+
+
+def _without_export_fast_paths(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kept = []
+    for entry in ops:
+        reaching = _views_reaching(entry.get("op", ""), tuple(entry.get("trees") or ()))
+        if len(reaching) != len(entry.get("trees") or ()):
+            if not reaching:
+                continue
+            entry = dict(entry, trees={v: entry["trees"][v] for v in reaching})
+        kept.append(entry)
+    return kept
+
+
+def capture_class(
+    qualname: str,
+    cls: type,
+    module: Any,
+    config: dict[str, Any],
+    devices: tuple[str, ...],
+    views: tuple[str, ...] = DISPATCH_ONLY,
+    graph_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One class: built, then captured for every view its targets judge (`graph_options`:
     the decomposition tables of the export toolchains, from their installed packages)."""
-    result: dict[str, Any] = {"qualname": qualname, "name": cls.__name__,
-                              "module": f"{module.__name__}.{qualname}", "status": "ok", "ops": []}
-    if graph_options and graph_options.get("executorch_decompositions"):
-        from .export_decompose import set_executorch_changes
-
-        set_executorch_changes(graph_options["executorch_decompositions"])
-    started = time.perf_counter()
-    try:
-        instance = build(cls, module, config.get("init"), config)
-    except BuildFailure as failure:
-        # Never less than the static pass: what cannot be built is read from its source.
-        result.update(status="build_failed", build_error=failure.as_json())
-        return _static_fallback(result, cls, module, devices, views)
-    tree_views = tuple(v for v in views if v != SCRIPT_VIEW)
-    if config.get("inputs"):
-        # With example inputs, each toolchain's own front end captures the path really taken.
-        traced = _trace_class(result, instance, module, config["inputs"], devices, tree_views, graph_options)
-        if traced is not None:
-            missing = tuple(v for v in tree_views if v not in traced.get("covered", ()))
-            if missing or SCRIPT_VIEW in views:
-                # A view the trace could not give (a fake-tensor gap) comes from the scripted
-                # graph, never from nothing; the torchscript target always asks torch.jit.script.
-                _script_into(traced, instance, cls, module, devices, missing, SCRIPT_VIEW in views)
-            traced["seconds"] = time.perf_counter() - started
-            return traced
-    _script_into(result, instance, cls, module, devices, tree_views, True)
-    result["seconds"] = time.perf_counter() - started
-    return result
+    capture = _ClassCapture(qualname, cls, module, config, devices, views, graph_options)
+    capture.start()
+    return capture.finish()
 
 
 SCRIPT_VIEW = "script"  # not a tree: the torchscript target's verdict is whether torch.jit.script compiles
 
 
-def _script_into(result: dict, instance: Any, cls: type, module: Any, devices: tuple, views: tuple,
-                 record_failure: bool) -> None:
-    """Add the scripted graph's calls for `views` to `result` (the source's, when
-    TorchScript cannot compile the class); `record_failure`: keep the script error."""
-    try:
-        scripted = script(instance)
-    except ScriptFailure as failure:
-        if record_failure:
-            if result.get("capture") == "trace":
-                result["script_error"] = failure.as_json()  # the torchscript verdict; the trace stands
-            else:
-                result.update(status="script_failed", script_error=failure.as_json())
-        if views:
-            if result.get("capture") == "trace":
-                scratch = _static_fallback(dict(result, ops=[]), cls, module, devices, views)
-                result["ops"] += scratch.get("ops", [])
-                result.setdefault("fallback", {}).update({v: "static" for v in views})
-            else:
-                _static_fallback(result, cls, module, devices, views)
-        return
-    if not views:
-        return
-    captured = script_ops(scripted, devices)
-    result.setdefault("unresolved_calls", []).extend(captured.unresolved_calls)
-    result["submodules"] = sorted(set(result.get("submodules", [])) | set(captured.submodules))
-    merged: dict[tuple, dict] = {}
-    for call in captured.ops:
-        args = _json_args(call.known)
-        key = (call.op, call.sites, repr(args))
-        entry = merged.get(key)
-        if entry is None:
-            entry = merged[key] = {
-                "op": call.op,
-                "args": args,
-                "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in call.sites],
-                "phases": [],
-                "devices": [],
-                "conditional": True,
-                "trees": {view: with_library_facts(decomposed(call.op, call.known, view)) for view in views},
-            }
-        entry["conditional"] = entry["conditional"] and call.conditional
-        phase = "train" if call.training else "eval"
-        for key_name, value in (("phases", phase), ("devices", call.device)):
-            if value not in entry[key_name]:
-                entry[key_name].append(value)
-    result["ops"] = result.get("ops", []) + list(merged.values())
-    if result.get("capture") == "trace":
-        result.setdefault("fallback", {}).update({v: "script" for v in views})
-
-
-def _trace_class(result: dict, instance: Any, module: Any, expression: str, devices: tuple,
-                 views: tuple, graph_options: Optional[dict] = None) -> Optional[dict]:
-    """The class captured with its example inputs, each view by its own front end: the
-    dispatcher (fake tensors under a dispatch mode) for device backends, `torch.jit.trace`
-    for the TorchScript-based converters, `torch.export` for the decomposed-graph ones.
-    `covered` lists the views it gave; None (with `trace_error` set) when nothing could
-    be traced, so scripting is tried next."""
-    from .graphs import EXPORT_VIEWS, JIT_VIEWS, GraphFailure, GraphFailures, export_graph_ops, jit_graph_ops
-    from .trace import TraceFailure, build_inputs, trace_ops
-
-    try:
-        inputs = build_inputs(expression, module)
-    except Exception as error:  # noqa: BLE001 - the user's expression is wrong: say so
-        result["trace_error"] = {"message": f"the inputs expression `{expression}` raised "
-                                            f"{type(error).__name__}: {error}", "site": None}
-        return None
-    args = tuple(inputs) if isinstance(inputs, tuple) else (inputs,)
-    kwargs = dict(getattr(inputs, "kwargs", None) or {})
-    ops: list[dict] = []
-    covered: list[str] = []
-    failures: list[dict] = []
-    if "dispatch" in views:
-        try:
-            traced, notes = trace_ops(instance, inputs)
-        except TraceFailure as failure:
-            failures.append(dict(failure.as_json(), view="dispatch"))
-        else:
-            ops += _dispatch_entries(traced, devices)
-            covered.append("dispatch")
-            if notes:
-                result["trace_notes"] = notes
-    for wanted, capture in (([v for v in views if v in JIT_VIEWS], jit_graph_ops),
-                            ([v for v in views if v in EXPORT_VIEWS], export_graph_ops)):
-        if not wanted:
-            continue
-        try:
-            found = (capture(instance, args, kwargs, tuple(wanted), _real_inputs(expression, module, args, kwargs))
-                     if capture is jit_graph_ops else capture(instance, args, kwargs, tuple(wanted), graph_options or {}))
-        except GraphFailures as partial:  # some of these views were captured
-            failures += [f.as_json() for f in partial.failures]
-            failed = {f.view for f in partial.failures}
-            ops += _graph_entries(partial.found)
-            covered += [v for v in wanted if v not in failed]
-            continue
-        except GraphFailure as failure:
-            failures.append(failure.as_json())
-            continue
-        except Exception as error:  # noqa: BLE001 - a gap of ours: that view falls back
-            failures.append({"view": wanted[0], "message": f"{type(error).__name__}: {str(error)[:300]}",
-                             "site": None})
-            continue
-        ops += _graph_entries(found)
-        covered += wanted
-    instance.eval()
-    if not covered:
-        first = failures[0] if failures else {"message": "nothing could be traced", "site": None}
-        result["trace_error"] = {"message": first["message"], "site": first.get("site")}
-        return None
-    if failures:
-        result["graph_errors"] = failures
-    result.update(ops=ops, capture="trace", covered=covered)
-    return result
-
-
-def _real_inputs(expression: str, module: Any, meta_args: tuple, meta_kwargs: dict) -> Optional[tuple]:
+def _real_inputs(
+    expression: str, module: Any, meta_args: tuple[Any, ...], meta_kwargs: dict[str, Any]
+) -> tuple[Any, ...] | None:
     """The user's example inputs as real CPU tensors (for torch.jit.trace, which needs real
     values: `.item()` and masks then take their real path), or None when the expression
     cannot be evaluated off meta or would be too large (sized from the meta inputs)."""
@@ -334,18 +621,28 @@ def _real_inputs(expression: str, module: Any, meta_args: tuple, meta_kwargs: di
     return args, dict(getattr(inputs, "kwargs", None) or {})
 
 
-def _dispatch_entries(traced: list, devices: tuple) -> list[dict]:
-    merged: dict[tuple, dict] = {}
+def _dispatch_entries(traced: list[Any], devices: tuple[Any, ...]) -> list[dict[str, Any]]:
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for op in traced:
-        facts = {"dtypes_in": op.dtypes_in, "dtypes_out": op.dtypes_out, "max_dim": op.max_dim,
-                 "float64_origin": op.float64_origin, "float64_first_use": op.float64_first_use,
-                 "complex_unsupported": op.complex_unsupported, "arg_shapes": op.arg_shapes,
-                 "guessed": op.guessed}
+        facts = {
+            "dtypes_in": op.dtypes_in,
+            "dtypes_out": op.dtypes_out,
+            "max_dim": op.max_dim,
+            "float64_origin": op.float64_origin,
+            "float64_first_use": op.float64_first_use,
+            "complex_unsupported": op.complex_unsupported,
+            "arg_shapes": op.arg_shapes,
+            "guessed": op.guessed,
+        }
         key = (op.op, op.sites)
         entry = merged.get(key)
         if entry is None:
             entry = merged[key] = {
-                "op": op.op, "args": {}, "phases": [], "devices": list(devices), "conditional": True,
+                "op": op.op,
+                "args": {},
+                "phases": [],
+                "devices": list(devices),
+                "conditional": True,
                 "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in op.sites],
                 "trees": {"dispatch": with_library_facts(op.dispatch)},
                 "facts": {},
@@ -358,27 +655,32 @@ def _dispatch_entries(traced: list, devices: tuple) -> list[dict]:
     return list(merged.values())
 
 
-def _graph_entries(found: list) -> list[dict]:
+def _graph_entries(found: list[Any]) -> list[dict[str, Any]]:
     """A toolchain graph's nodes as captured calls: each one is already what that toolchain
     converts, so its tree is the node itself (the views share an entry where they agree)."""
-    merged: dict[tuple, dict] = {}
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for node in found:
         key = (node.op, node.sites)
         entry = merged.get(key)
         if entry is None:
             entry = merged[key] = {
-                "op": node.op, "args": {}, "phases": ["eval"], "devices": [], "conditional": False,
+                "op": node.op,
+                "args": {},
+                "phases": ["eval"],
+                "devices": [],
+                "conditional": False,
                 "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in node.sites],
-                "trees": {}, "facts": {},
+                "trees": {},
+                "facts": {},
             }
-        leaf: dict = {"op": node.op, "calls": None, "graph": True}
+        leaf: dict[str, Any] = {"op": node.op, "calls": None, "graph": True}
         if node.library:
             leaf["library"] = node.library
         entry["trees"][node.view] = leaf
     return list(merged.values())
 
 
-def with_library_facts(tree: Optional[dict]) -> Optional[dict]:
+def with_library_facts(tree: dict[str, Any] | None) -> dict[str, Any] | None:
     """The tree with what an installed library registered for each of its (non-aten) ops
     (kernels per dispatch key, ONNX symbolics), so every target can judge them; a copy,
     since trees are cached."""
@@ -386,7 +688,7 @@ def with_library_facts(tree: Optional[dict]) -> Optional[dict]:
         return tree
     from .graphs import library_facts
 
-    def copy(node: dict) -> dict:
+    def copy(node: dict[str, Any]) -> dict[str, Any]:
         out = dict(node)
         if not node["op"].startswith("aten::") and "::" in node["op"]:
             out["library"] = library_facts(node["op"])
@@ -397,13 +699,13 @@ def with_library_facts(tree: Optional[dict]) -> Optional[dict]:
     return copy(tree)
 
 
-def _has_library_op(tree: dict) -> bool:
+def _has_library_op(tree: dict[str, Any]) -> bool:
     if "::" in tree["op"] and not tree["op"].startswith(("aten::", "prim::")):
         return True
     return any(_has_library_op(child) for child in tree.get("calls") or ())
 
 
-def _merge_facts(into: dict, facts: dict) -> None:
+def _merge_facts(into: dict[str, Any], facts: dict[str, Any]) -> None:
     for key, value in facts.items():
         if isinstance(value, dict) or (key in into and into[key] is None and not isinstance(value, bool)):
             # Shapes hold only when every run of the call agrees on them.
@@ -416,18 +718,21 @@ def _merge_facts(into: dict, facts: dict) -> None:
             into[key] = max(into.get(key, 0), value)
 
 
-def _static_fallback(result: dict, cls: type, module: Any, devices: tuple, views: tuple) -> dict:
+def _static_fallback(
+    result: dict[str, Any], cls: type, module: Any, devices: tuple[Any, ...], views: tuple[Any, ...]
+) -> dict[str, Any]:
     """The class cannot be built or scripted: read its source instead (never runs it again)."""
     from .static import static_class_from_text
 
-    path = getattr(module, "__file__", None)
+    path: str = getattr(module, "__file__", None) or ""
     try:
         text = "".join(linecache.getlines(path)) if path else ""
         if not text:
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
-        static = static_class_from_text(path, text, module.__name__, result["qualname"], devices, views,
-                                        roots=_static_roots(path, module.__name__))
+        static = static_class_from_text(
+            path, text, module.__name__, result["qualname"], devices, views, roots=_static_roots(path, module.__name__)
+        )
     except Exception as error:  # noqa: BLE001 - the build or script failure stays the finding
         result["static_error"] = f"{type(error).__name__}: {error}"
         return result
@@ -437,7 +742,7 @@ def _static_fallback(result: dict, cls: type, module: Any, devices: tuple, views
     return result
 
 
-def _static_roots(path: str, module_name: str) -> list:
+def _static_roots(path: str, module_name: str) -> list[Any]:
     """Where the static pass looks for the project's modules: the folder the module's
     dotted name starts from, then the request's roots."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -460,7 +765,7 @@ def _json_args(known: dict[str, Any]) -> dict[str, Any]:
 
 def _jsonable(value: Any) -> bool:
     if value is None or isinstance(value, (bool, int, float, str)):
-        return not (isinstance(value, float) and value != value)
+        return not (isinstance(value, float) and math.isnan(value))
     if isinstance(value, (list, tuple)):
         return all(_jsonable(v) for v in value)
     return False

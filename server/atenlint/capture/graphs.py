@@ -8,9 +8,10 @@ dispatcher, but the TorchScript ONNX exporter converts `aten::linear`):
 
 - view "jit": `torch.jit.trace`'s graph, inlined — what coremltools' TorchScript
   frontend converts;
-- view "onnx-jit": the same trace after the TorchScript ONNX exporter's own front end
-  (`torch.onnx` `unconvertible_ops`: inline, in-place ops made functional, dead nodes —
-  random parameters frozen into constants — removed);
+- view "onnx-jit": the same trace (one trace serves both views) after the passes of the
+  TorchScript ONNX exporter's `_optimize_graph` that rename or remove nodes, in its
+  order (inline, `chunk` -> `prim::ConstantChunk`, in-place ops made functional, number
+  types erased, dead nodes — random parameters frozen into constants — removed);
 - view "export": `torch.export.export(...).run_decompositions()` with the core-ATen
   table, in eval mode — what ExecuTorch's `to_edge` and Torch-TensorRT see;
 - view "onnx-export": `torch.export` then the dynamo ONNX exporter's decomposition table
@@ -34,11 +35,13 @@ import contextlib
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import torch
 
+from .. import torchcompat
 from .decompose import canonical_name
 from .paths import is_library_file
 from .script import Site
@@ -57,43 +60,83 @@ GRAPH_VIEWS = JIT_VIEWS + EXPORT_VIEWS
 _ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Frames that are torch's own machinery, never "where the op is called".
-_PLUMBING = tuple(os.path.join(_TORCH_DIR, p) for p in (
-    "nn/modules/module.py", "_jit_internal.py", "jit/", "_dynamo/", "_export/", "export/", "fx/", "_ops.py",
-    "utils/_contextlib.py", "_library/", "_subclasses/", "overrides.py", "onnx/", "_functorch/",
-    "utils/_python_dispatch.py", "_compile.py"))
+_PLUMBING = tuple(
+    os.path.join(_TORCH_DIR, p)
+    for p in (
+        "nn/modules/module.py",
+        "_jit_internal.py",
+        "jit/",
+        "_dynamo/",
+        "_export/",
+        "export/",
+        "fx/",
+        "_ops.py",
+        "utils/_contextlib.py",
+        "_library/",
+        "_subclasses/",
+        "overrides.py",
+        "onnx/",
+        "_functorch/",
+        "utils/_python_dispatch.py",
+        "_compile.py",
+    )
+)
 # The frames that start a capture: everything outside them is the caller, not the model.
-_ENTRY = (_ATENLINT_DIR, os.path.join(_TORCH_DIR, "jit/"), os.path.join(_TORCH_DIR, "export/"),
-          os.path.join(_TORCH_DIR, "onnx/"))
+_ENTRY = (
+    _ATENLINT_DIR,
+    os.path.join(_TORCH_DIR, "jit/"),
+    os.path.join(_TORCH_DIR, "export/"),
+    os.path.join(_TORCH_DIR, "onnx/"),
+)
 _JIT_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
 _FX_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+), in (?P<func>.+)$')
 _NOT_OPS = ("prim::", "onnx::", "profiler::")
 # Runtime checks export records and both consumers erase before converting (the dynamo
 # ONNX exporter's `remove_assertion_nodes`, ExecuTorch's RemoveGraphAssertsPass).
-_EXPORT_ASSERTIONS = frozenset({
-    "aten::_assert_async", "aten::_assert_async.msg", "aten::_assert_scalar", "aten::_assert_tensor_metadata",
-    "aten::sym_constrain_range", "aten::sym_constrain_range_for_size", "aten::_functional_assert_async.msg",
-    "aten::_functional_assert_scalar", "aten::_functional_sym_constrain_range",
-    "aten::_functional_sym_constrain_range_for_size"})
+_EXPORT_ASSERTIONS = frozenset(
+    {
+        "aten::_assert_async",
+        "aten::_assert_async.msg",
+        "aten::_assert_scalar",
+        "aten::_assert_tensor_metadata",
+        "aten::sym_constrain_range",
+        "aten::sym_constrain_range_for_size",
+        "aten::_functional_assert_async.msg",
+        "aten::_functional_assert_scalar",
+        "aten::_functional_sym_constrain_range",
+        "aten::_functional_sym_constrain_range_for_size",
+    }
+)
 
 
 class GraphFailure(Exception):
     """The toolchain's front end could not capture the class (the real one would not either,
     or a gap of fake tensors): the caller falls back to another capture for that view."""
 
-    def __init__(self, view: str, message: str, site: Optional[Site] = None):
+    def __init__(self, view: str, message: str, site: Site | None = None, toolchain_fails: bool = False):
         super().__init__(message)
         self.view = view
         self.message = message
         self.site = site
+        # True when the real toolchain fails the same way on the user's code (not a gap of
+        # atenlint's fake tensors): see `_export_itself_fails`.
+        self.toolchain_fails = toolchain_fails
 
-    def as_json(self) -> dict:
-        return {"view": self.view, "message": self.message, "site": self.site.as_json() if self.site else None}
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "view": self.view,
+            "message": self.message,
+            "site": self.site.as_json() if self.site else None,
+        }
+        if self.toolchain_fails:
+            out["toolchain_fails"] = True
+        return out
 
 
 class GraphFailures(Exception):
     """Some views failed, others were captured (`found`)."""
 
-    def __init__(self, failures: list, found: list):
+    def __init__(self, failures: list[Any], found: list[Any]):
         super().__init__("; ".join(f.message for f in failures))
         self.failures = failures
         self.found = found
@@ -105,11 +148,12 @@ class GraphOp:
 
     op: str  # jit views: the node kind (`aten::linear`); export views: the overload (`aten::add.Tensor`)
     view: str
-    sites: tuple  # Site, outermost first (user frames and the library frames leading to the op)
-    library: dict = field(default_factory=dict)  # non-aten ops: the registrations the library made
+    sites: tuple[Any, ...]  # Site, outermost first (user frames and the library frames leading to the op)
+    library: dict[str, Any] = field(default_factory=dict)  # non-aten ops: the registrations the library made
 
 
 # -- fake CPU tensors ------------------------------------------------------------------
+
 
 def _to_fake(mode: Any, value: Any, device: str) -> Any:
     if isinstance(value, torch.nn.Parameter):
@@ -129,7 +173,7 @@ def _to_fake(mode: Any, value: Any, device: str) -> Any:
 
 
 @contextlib.contextmanager
-def on_fake_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:
+def on_fake_cpu(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
     """The module's parameters, buffers and plain tensor attributes swapped for fake CPU
     tensors of the same shapes (restored afterwards), and the inputs made fake CPU too.
 
@@ -138,10 +182,10 @@ def on_fake_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict) -> Iterato
     under no_grad, which the TorchScript ONNX exporter cannot export); tensors `forward`
     makes with `device="cpu"` mix with them as they would for real."""
     mode = _fake_mode()
-    saved: list[tuple[dict, str, Any]] = []
+    saved: list[tuple[dict[str, Any], str, Any]] = []
     try:
         for module in instance.modules():
-            for store in (module._parameters, module._buffers):
+            for store in torchcompat.tensor_stores(module):
                 for name, value in list(store.items()):
                     if isinstance(value, torch.Tensor):
                         saved.append((store, name, value))
@@ -161,8 +205,9 @@ REAL_TENSOR_LIMIT_BYTES = 768 * 1024 * 1024
 
 
 @contextlib.contextmanager
-def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict,
-                real_inputs: Optional[tuple] = None) -> Iterator[tuple]:
+def on_real_cpu(
+    instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], real_inputs: tuple[Any, ...] | None = None
+) -> Iterator[tuple[Any, ...]]:
     """The module's meta tensors swapped for real CPU ones (restored afterwards), freshly
     initialised, with real inputs (`real_inputs`, the user's expression evaluated on the
     CPU, else zeros and normal noise of the same shapes).
@@ -171,11 +216,11 @@ def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict,
     Python meta kernel's size reads are themselves traced (a Tensor where the conv meta
     kernel wants an int). So the jit views cost memory: past a limit the caller falls back
     to the scripted graph for them (`_real_size_problem`; the export views stay fake)."""
-    saved: list[tuple[dict, str, Any]] = []
+    saved: list[tuple[dict[str, Any], str, Any]] = []
     try:
         with torch.no_grad():
             for module in instance.modules():
-                for store in (module._parameters, module._buffers):
+                for store in torchcompat.tensor_stores(module):
                     for name, value in list(store.items()):
                         if isinstance(value, torch.Tensor) and value.device.type == "meta":
                             saved.append((store, name, value))
@@ -188,10 +233,8 @@ def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict,
                 for reset in ("reset_parameters", "reset_running_stats"):
                     function = getattr(module, reset, None)
                     if callable(function) and type(module).__module__.startswith("torch."):
-                        try:
+                        with contextlib.suppress(Exception):  # the normal noise stays
                             function()  # torch's own layers: their own initialisation
-                        except Exception:  # noqa: BLE001 - the normal noise stays
-                            pass
         if real_inputs is not None:
             real_args, real_kwargs = real_inputs
         else:
@@ -202,16 +245,24 @@ def on_real_cpu(instance: torch.nn.Module, args: tuple, kwargs: dict,
             store[name] = value
 
 
-def _real_size_problem(instance: torch.nn.Module, args: tuple, kwargs: dict,
-                       limit_bytes: int = REAL_TENSOR_LIMIT_BYTES) -> Optional[str]:
+def _real_size_problem(
+    instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], limit_bytes: int = REAL_TENSOR_LIMIT_BYTES
+) -> str | None:
     """Why the module is too large for real tensors, or None."""
-    tensors = [v for m in instance.modules() for store in (m._parameters, m._buffers)
-               for v in store.values() if isinstance(v, torch.Tensor)]
+    tensors = [
+        v
+        for m in instance.modules()
+        for store in torchcompat.tensor_stores(m)
+        for v in store.values()
+        if isinstance(v, torch.Tensor)
+    ]
     total = sum(t.numel() * t.element_size() for t in tensors + _tensors_in((args, kwargs)))
     if total <= limit_bytes:
         return None
-    return (f"torch.jit.trace needs real tensors and this model's weights and inputs take {total / 2**30:.1f} GiB "
-            f"(atenlint's limit: {limit_bytes / 2**30:.2f} GiB)")
+    return (
+        f"torch.jit.trace needs real tensors and this model's weights and inputs take {total / 2**30:.1f} GiB "
+        f"(atenlint's limit: {limit_bytes / 2**30:.2f} GiB)"
+    )
 
 
 def _real_like(value: Any, name: str) -> Any:
@@ -237,7 +288,7 @@ def _real_like(value: Any, name: str) -> Any:
     return value
 
 
-def _tensors_in(value: Any) -> list:
+def _tensors_in(value: Any) -> list[Any]:
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
@@ -249,11 +300,12 @@ def _tensors_in(value: Any) -> list:
 
 # -- sites -------------------------------------------------------------------------------
 
+
 def _is_plumbing(path: str) -> bool:
     return path.startswith(_PLUMBING) or path.startswith(_ATENLINT_DIR)
 
 
-def _frames_to_sites(frames: list[tuple[str, int, str]], hints: tuple[str, ...]) -> tuple:
+def _frames_to_sites(frames: list[tuple[str, int, str]], hints: tuple[str, ...]) -> tuple[Any, ...]:
     """Frames innermost first -> sites outermost first, from the model's entry down to the
     op; the innermost user frame carries `hints` (names the op's call may have on its line)
     and the name of the library function it called."""
@@ -265,11 +317,11 @@ def _frames_to_sites(frames: list[tuple[str, int, str]], hints: tuple[str, ...])
             continue
         kept.append((path, line, func))
     sites = []
-    inner_library: Optional[str] = None
+    inner_library: str | None = None
     hinted = False
     for path, line, func in kept:  # innermost first
         library = is_library_file(path)
-        names: tuple = ()
+        names: tuple[Any, ...] = ()
         if not library and not hinted:
             names = tuple(dict.fromkeys(n for n in (*hints, inner_library) if n))
             hinted = True
@@ -304,10 +356,8 @@ def _base(op: str) -> str:
 
 def _jit_hints(node: Any, op: str) -> tuple[str, ...]:
     scope = ""
-    try:
+    with contextlib.suppress(Exception):  # a node without a scope
         scope = node.scopeName()
-    except Exception:  # noqa: BLE001
-        pass
     attribute = scope.rsplit(".", 1)[-1] if scope and "." in scope else ""
     return tuple(n for n in (_base(op), attribute) if n)
 
@@ -330,7 +380,7 @@ def _fx_hints(node: Any, op: str) -> tuple[str, ...]:
 _KERNEL_KEYS = ("CPU", "CUDA", "MPS", "Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
 
 
-def library_facts(op: str) -> dict:
+def library_facts(op: str) -> dict[str, Any]:
     """What an installed library registered for one of its ops, asked of the dispatcher
     and of the ONNX symbolic registry in this process (the user's imports ran here, so a
     library's `register_custom_op_symbolic` calls did too)."""
@@ -341,62 +391,25 @@ def library_facts(op: str) -> dict:
     facts: dict[str, Any] = {"kernels": [], "platform": sys.platform, "cuda_build": torch.version.cuda is not None}
     for key in _KERNEL_KEYS:
         try:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(name, key):
+            if torchcompat.has_kernel(name, key):
                 facts["kernels"].append(key)
         except Exception:  # noqa: BLE001 - not a dispatcher op
             break
-    try:
-        registration = _onnx_registration()
-        group = registration.registry.get_function_group(name) if registration else None
-        facts["onnx_opsets"] = sorted(int(v) for v in group._functions) if group is not None else []
-    except Exception:  # noqa: BLE001 - the registry's layout changed: unknown
-        facts["onnx_opsets"] = None
+    facts["onnx_opsets"] = torchcompat.onnx_symbolic_opsets(name)  # None: the registry cannot be read
     return facts
-
-
-def _onnx_registration() -> Any:
-    try:
-        from torch.onnx._internal.torchscript_exporter import registration
-    except ImportError:
-        try:
-            from torch.onnx._internal import registration  # type: ignore[no-redef]
-        except ImportError:
-            return None
-    _load_onnx_symbolics()
-    return registration
-
-
-_SYMBOLICS_LOADED = False
-
-
-def _load_onnx_symbolics() -> None:
-    """torch.onnx registers its own symbolics when its opset modules are imported."""
-    global _SYMBOLICS_LOADED
-    if _SYMBOLICS_LOADED:
-        return
-    import importlib
-    import pkgutil
-
-    try:
-        package = importlib.import_module("torch.onnx._internal.torchscript_exporter")
-        for module in pkgutil.iter_modules(package.__path__):
-            if module.name.startswith("symbolic_opset"):
-                importlib.import_module(f"{package.__name__}.{module.name}")
-    except Exception:  # noqa: BLE001 - an older layout
-        pass
-    _SYMBOLICS_LOADED = True
 
 
 # -- the jit views -------------------------------------------------------------------------
 
+
 def _jit_ops(graph: Any, view: str) -> list[GraphOp]:
-    out = []
+    out: list[GraphOp] = []
     for node in graph.nodes():
         _collect_jit(node, view, out)
     return out
 
 
-def _collect_jit(node: Any, view: str, out: list) -> None:
+def _collect_jit(node: Any, view: str, out: list[Any]) -> None:
     kind = node.kind()
     if "::" in kind and not kind.startswith(_NOT_OPS):
         sites = _frames_to_sites(_jit_frames(node), _jit_hints(node, kind))
@@ -406,81 +419,110 @@ def _collect_jit(node: Any, view: str, out: list) -> None:
             _collect_jit(inner, view, out)
 
 
-def jit_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: tuple,
-                  real_inputs: Optional[tuple] = None) -> list[GraphOp]:
+def jit_graph_ops(
+    instance: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    views: tuple[str, ...],
+    real_inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
+) -> list[GraphOp]:
     """The class as `torch.jit.trace` records it in eval mode under no_grad (what
     coremltools converts and what `torch.onnx.export(dynamo=False)` traces), on real CPU
-    tensors (see `on_real_cpu`). Raises GraphFailure(s) when tracing fails."""
+    tensors (see `on_real_cpu`), traced once for both jit views. Raises GraphFailure(s)
+    when tracing fails."""
     wanted = [v for v in views if v in JIT_VIEWS]
-    found: list[GraphOp] = []
-    failures: list[GraphFailure] = []
+    if not wanted:
+        return []
     instance.eval()
     too_large = _real_size_problem(instance, args, kwargs)
     if too_large:
-        raise GraphFailure(wanted[0] if wanted else VIEW_JIT, too_large)
-    with on_real_cpu(instance, args, kwargs, real_inputs) as (fake_args, fake_kwargs), warnings.catch_warnings():
+        raise GraphFailure(wanted[0], too_large)
+    with on_real_cpu(instance, args, kwargs, real_inputs) as (real_args, real_kwargs), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if VIEW_JIT in wanted:
-            try:
-                with torch.no_grad():
-                    traced = torch.jit.trace(instance, fake_args, check_trace=False, strict=False,
-                                             example_kwarg_inputs=fake_kwargs or None) if fake_kwargs else \
-                        torch.jit.trace(instance, fake_args, check_trace=False, strict=False)
-                found += _jit_ops(_coreml_front_end(traced), VIEW_JIT)
-            except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
-                failures.append(GraphFailure(VIEW_JIT, f"{type(error).__name__}: {_first_line(error)}",
-                                             _user_site_of(error)))
-        if VIEW_ONNX_JIT in wanted:
-            try:
-                found += _onnx_jit_ops(instance, fake_args, fake_kwargs)
-            except GraphFailure as failure:
-                failures.append(failure)
-    if failures:
-        raise GraphFailures(failures, found)
+        try:
+            with torch.no_grad():
+                graph = _traced_graph(instance, real_args, real_kwargs)
+        except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
+            cause = error.__cause__ if isinstance(error, _ExporterFrontEndError) and error.__cause__ else error
+            failures = [
+                GraphFailure(view, f"{type(cause).__name__}: {_first_line(cause)}", _user_site_of(cause))
+                for view in wanted
+            ]
+            raise GraphFailures(failures, []) from None
+        finally:
+            instance.eval()
+    found: list[GraphOp] = []
+    if VIEW_JIT in wanted:
+        found += _jit_ops(_coreml_front_end(graph.copy() if VIEW_ONNX_JIT in wanted else graph), VIEW_JIT)
+    if VIEW_ONNX_JIT in wanted:
+        found += _jit_ops(_onnx_front_end(graph), VIEW_ONNX_JIT)
     return found
 
 
-def _coreml_front_end(traced: Any) -> Any:
+class _ExporterFrontEndError(Exception):
+    """The TorchScript ONNX exporter's own tracing step raised (its error is the cause)."""
+
+
+def _traced_graph(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The graph `torch.jit.trace` records, through the TorchScript ONNX exporter's own
+    entry (`_create_jit_graph` under its `exporter_context`, inputs laid out by
+    `_decide_input_format`), so that it is exactly the graph that exporter starts from;
+    coremltools' `torch.jit.trace` records the same nodes. Falls back to `torch.jit.trace`
+    where this torch has no such exporter."""
+    onnx_args = tuple(args) + ((dict(kwargs),) if kwargs else ())
+    try:
+        graph = torchcompat.onnx_exporter_traced_graph(instance, onnx_args)
+    except torchcompat.Unavailable:  # no TorchScript ONNX exporter entry in this torch
+        trace: Any = torch.jit.trace  # untyped in torch
+        extra = {"example_kwarg_inputs": kwargs} if kwargs else {}
+        traced = trace(instance, args, check_trace=False, strict=False, **extra)
+        graph = traced.forward.graph
+    except Exception as error:
+        raise _ExporterFrontEndError(str(error)) from error
+    torchcompat.run_pass("inline", graph)
+    return graph
+
+
+def _coreml_front_end(graph: Any) -> Any:
     """The graph coremltools' TorchScript frontend converts: the torch passes its
     `_expand_and_optimize_ir` applies to the traced forward (inline, fork/wait inline,
     dead-code removal, the fuser canonicalisation that turns `aten::chunk` into
     `prim::ConstantChunk`, renumbering)."""
-    graph = traced.forward.graph
-    torch._C._jit_pass_inline(graph)
-    for name in ("_jit_pass_inline_fork_wait", "_jit_pass_dce", "_jit_pass_canonicalize_graph_fuser_ops"):
-        passes = getattr(torch._C, name, None)
-        if passes is not None:
-            passes(graph)
-    canonicalize = getattr(torch._C, "_jit_pass_canonicalize", None)
-    return canonicalize(graph) if canonicalize is not None else graph
+    for name in ("inline", "inline_fork_wait", "dce", "canonicalize_graph_fuser_ops"):
+        torchcompat.run_pass(name, graph)  # a pass this torch lacks is skipped (noted)
+    canonical = torchcompat.run_pass("canonicalize", graph)
+    return canonical if canonical is not None else graph
 
 
-def _onnx_jit_ops(instance: torch.nn.Module, args: tuple, kwargs: dict) -> list[GraphOp]:
-    """The graph the TorchScript ONNX exporter checks its symbolics against: its own
-    `unconvertible_ops` front end (trace, inline, in-place removal, dead-node removal)."""
-    try:
-        from torch.onnx._internal.torchscript_exporter.utils import unconvertible_ops
-    except ImportError:
-        try:
-            from torch.onnx.utils import unconvertible_ops  # type: ignore[no-redef]
-        except ImportError:
-            raise GraphFailure(VIEW_ONNX_JIT, "this torch has no TorchScript ONNX exporter front end") from None
-    onnx_args = tuple(args) + ((dict(kwargs),) if kwargs else ())
-    try:
-        with torch.no_grad():
-            graph, _ = unconvertible_ops(instance, onnx_args)
-    except Exception as error:  # noqa: BLE001
-        cause = error.__cause__ or error
-        raise GraphFailure(VIEW_ONNX_JIT, f"{type(cause).__name__}: {_first_line(cause)}",
-                           _user_site_of(cause)) from None
-    instance.eval()
-    return _jit_ops(graph, VIEW_ONNX_JIT)
+def _onnx_front_end(graph: Any) -> Any:
+    """The graph the TorchScript ONNX exporter hands to its symbolics, as far as op names
+    go: the passes of its `_optimize_graph` that rename or remove nodes, in its order
+    (inline, fork/wait inline, the fuser canonicalisation that turns an unpacked
+    `aten::chunk` into `prim::ConstantChunk` — which has an opset-9 symbolic where
+    `aten::chunk` needs opset 11 — in-place ops made functional, number types erased, dead
+    nodes removed: random parameters the trace froze into constants disappear)."""
+    for name, pass_args in (
+        ("inline", ()),
+        ("inline_fork_wait", ()),
+        ("canonicalize_graph_fuser_ops", ()),
+        ("onnx_remove_inplace_ops_for_onnx", (None,)),
+        ("erase_number_types", ()),
+        ("dce_allow_deleting_nodes_with_side_effects", ()),
+    ):
+        torchcompat.run_pass(name, graph, *pass_args)  # a pass this torch lacks is skipped (noted)
+    return graph
 
 
 # -- the export views -------------------------------------------------------------------------
 
-def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views: tuple,
-                     options: Optional[dict] = None) -> list[GraphOp]:
+
+def export_graph_ops(
+    instance: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    views: tuple[Any, ...],
+    options: dict[str, Any] | None = None,
+) -> list[GraphOp]:
     """The class as `torch.export.export` captures it in eval mode, decomposed the way each
     consumer decomposes it (`options`: "onnx_export_ops", the overloads the dynamo ONNX
     registry implements; "executorch_decompositions", ExecuTorch's changes to the core
@@ -489,13 +531,18 @@ def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views
     wanted = [v for v in views if v in EXPORT_VIEWS]
     found: list[GraphOp] = []
     instance.eval()
-    with on_fake_cpu(instance, args, kwargs) as (mode, fake_args, fake_kwargs), warnings.catch_warnings():
+    with on_fake_cpu(instance, args, kwargs) as (_mode, fake_args, fake_kwargs), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             exported = torch.export.export(instance, tuple(fake_args), kwargs=fake_kwargs or None, strict=False)
         except Exception as error:  # noqa: BLE001
-            raise GraphFailure(wanted[0] if wanted else VIEW_EXPORT, f"{type(error).__name__}: {_first_line(error)}",
-                               _user_site_of(error)) from None
+            site = _user_site_of(error)
+            raise GraphFailure(
+                wanted[0] if wanted else VIEW_EXPORT,
+                f"{type(error).__name__}: {_first_line(error)}",
+                site,
+                toolchain_fails=_export_itself_fails(error, site),
+            ) from None
         for view in wanted:
             try:
                 if view == VIEW_EXPORT:
@@ -504,25 +551,50 @@ def export_graph_ops(instance: torch.nn.Module, args: tuple, kwargs: dict, views
                     decomposed = exported.run_decompositions({})  # what coremltools' docs ask for
                 elif view == VIEW_EXECUTORCH:
                     decomposed = exported.run_decompositions(
-                        _executorch_decomposition_table(options.get("executorch_decompositions") or {}))
+                        _executorch_decomposition_table(options.get("executorch_decompositions") or {})
+                    )
                 else:
                     decomposed = exported.run_decompositions(
-                        _onnx_decomposition_table(options.get("onnx_export_ops") or []))
+                        _onnx_decomposition_table(options.get("onnx_export_ops") or [])
+                    )
             except Exception as error:  # noqa: BLE001
-                raise GraphFailure(view, f"run_decompositions: {type(error).__name__}: {_first_line(error)}",
-                                   _user_site_of(error)) from None
+                raise GraphFailure(
+                    view, f"run_decompositions: {type(error).__name__}: {_first_line(error)}", _user_site_of(error)
+                ) from None
             found += _fx_ops(decomposed.graph_module, view)
     instance.eval()
     return found
 
 
+def _export_itself_fails(error: BaseException, site: Site | None) -> bool:
+    """Whether the real torch.export fails the same way: a guard on a data-dependent value
+    (`if x.sum() > 0`, a size read from tensor values) raised in the user's own code.
+    torch.export traces with fake tensors whatever it is given — real inputs are fakified
+    first, weights and buffers too — so values never reach the trace, and such a guard
+    fails for the real export exactly as for ours. Any other error may be a gap of
+    atenlint's own (the meta build, the fake weights it swaps in): not claimed."""
+    try:
+        from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+    except ImportError:
+        return False
+    cause: BaseException | None = error
+    for _ in range(8):  # the guard may be wrapped (UserError, TorchRuntimeError)
+        if cause is None:
+            return False
+        if isinstance(cause, GuardOnDataDependentSymNode):
+            return site is not None and not site.file.startswith("<") and not is_library_file(site.file)
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _fx_ops(graph_module: Any, view: str) -> list[GraphOp]:
     out = []
-    modules = [graph_module] + [m for m in graph_module.modules() if m is not graph_module
-                                and isinstance(m, torch.fx.GraphModule)]
+    modules = [graph_module] + [
+        m for m in graph_module.modules() if m is not graph_module and isinstance(m, torch.fx.GraphModule)
+    ]
     for module in modules:  # control flow (cond, map) keeps its branches in submodules
         for node in module.graph.nodes:
-            if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            if node.op != "call_function" or not torchcompat.is_op_overload(node.target):
                 continue
             name = canonical_name(node.target)
             if name in _EXPORT_ASSERTIONS:
@@ -532,14 +604,12 @@ def _fx_ops(graph_module: Any, view: str) -> list[GraphOp]:
     return out
 
 
-def _executorch_decomposition_table(changes: dict) -> dict:
+def _executorch_decomposition_table(changes: dict[str, Any]) -> dict[Any, Any]:
     """`to_edge`'s table: torch.export's default one plus the ops ExecuTorch also
     decomposes, minus those it keeps (its quantisation primitives)."""
-    from torch._decomp import get_decompositions
-
-    table = dict(torch.export.default_decompositions().items())
+    table = torchcompat.export_default_decompositions()
     extra = [op for op in map(_resolve, changes.get("extra") or ()) if op is not None]
-    table.update(get_decompositions(extra))
+    table.update(torchcompat.decompositions_for(extra))
     for op in map(_resolve, changes.get("removed") or ()):
         table.pop(op, None)
     return table
@@ -552,10 +622,8 @@ def _resolve(name: str) -> Any:
     return resolve_overload(qualified, overload)
 
 
-def _onnx_decomposition_table(names: list) -> dict:
+def _onnx_decomposition_table(names: list[Any]) -> dict[Any, Any]:
     """The dynamo ONNX exporter's decomposition table for the overloads its registry
     implements at the target opset (`names`, from onnxscript's torchlib, read apart)."""
-    from torch.onnx._internal.exporter import _decomp
-
     registered = {op for op in map(_resolve, names) if op is not None}
-    return _decomp.create_onnx_friendly_decomposition_table(registered)
+    return torchcompat.onnx_friendly_decompositions(registered)

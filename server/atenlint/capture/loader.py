@@ -15,8 +15,9 @@ import inspect
 import linecache
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import torch
 
@@ -35,7 +36,7 @@ class _OverlayLoader(importlib.machinery.SourceFileLoader):
             return self._text.encode("utf-8")
         return super().get_data(path)
 
-    def path_stats(self, path: str) -> dict:
+    def path_stats(self, path: str) -> dict[str, Any]:
         raise OSError("editor buffers have no bytecode cache")  # forces compilation from our text
 
 
@@ -54,7 +55,7 @@ class _WorkspaceFinder(importlib.abc.MetaPathFinder):
         self.roots = list(roots)
         self.overlays = {os.path.abspath(path): text for path, text in overlays.items()}
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if path is None:  # a top-level name
             if is_protected_name(fullname):
                 return None
@@ -82,14 +83,26 @@ def protect_loaded_modules() -> None:
     _PROTECTED.update(name for name in _LAZY_LIBRARIES if importlib.util.find_spec(name) is not None)
 
 
-_LAZY_LIBRARIES = ("numpy", "onnx", "onnxscript", "onnxruntime", "coremltools", "executorch", "triton", "optree",
-                   "packaging", "scipy", "opt_einsum", "expecttest")
+_LAZY_LIBRARIES = (
+    "numpy",
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "coremltools",
+    "executorch",
+    "triton",
+    "optree",
+    "packaging",
+    "scipy",
+    "opt_einsum",
+    "expecttest",
+)
 
 
 def _dependency_modules(distribution: str) -> set[str]:
     """Top-level module names of a distribution's requirements, transitively."""
-    import importlib.metadata as metadata
     import re
+    from importlib import metadata
 
     names: set[str] = set()
     seen: set[str] = set()
@@ -126,8 +139,9 @@ def is_protected_name(name: str) -> bool:
 
 
 @contextlib.contextmanager
-def user_import_context(roots: list[str], overlays: dict[str, str],
-                        imported: Optional[list] = None) -> Iterator[None]:
+def user_import_context(
+    roots: list[str], overlays: dict[str, str], imported: list[Any] | None = None
+) -> Iterator[None]:
     """sys.path roots and editor overlays for one analysis, undone afterwards.
 
     sys.path is built explicitly: the interpreter's own entries (standard library,
@@ -142,8 +156,9 @@ def user_import_context(roots: list[str], overlays: dict[str, str],
     saved_modules = dict(sys.modules)
     roots = [os.path.abspath(r) for r in roots if r]
     finder = _WorkspaceFinder(roots, overlays)
-    sys.path[:] = [p for p in saved_path if os.path.abspath(p or os.curdir) not in roots and p not in ("", ".")] + \
-        [r for r in roots if r not in saved_path]
+    sys.path[:] = [p for p in saved_path if os.path.abspath(p or os.curdir) not in roots and p not in ("", ".")] + [
+        r for r in roots if r not in saved_path
+    ]
     for path, text in overlays.items():
         # TorchScript reads source through linecache; a None mtime keeps checkcache away.
         linecache.cache[os.path.abspath(path)] = (len(text), None, text.splitlines(True), os.path.abspath(path))
@@ -173,8 +188,9 @@ def user_import_context(roots: list[str], overlays: dict[str, str],
                 sys.modules.pop(name, None)
             else:
                 continue
-            if imported is not None and getattr(module, "__file__", None):
-                imported.append(os.path.abspath(module.__file__))
+            file = getattr(module, "__file__", None)
+            if imported is not None and isinstance(file, str) and file:
+                imported.append(os.path.abspath(file))
         for name, module in saved_modules.items():
             if name not in sys.modules and not _is_user_module(module, user_roots):
                 sys.modules[name] = module
@@ -183,12 +199,12 @@ def user_import_context(roots: list[str], overlays: dict[str, str],
 
 def _is_user_module(module: Any, user_roots: tuple[str, ...]) -> bool:
     """Imported from the user's roots (and not from a virtualenv that happens to live there)."""
-    locations = [getattr(module, "__file__", None)] + _package_paths(module)
-    locations = [os.path.abspath(p) for p in locations if isinstance(p, str) and p]
+    candidates: list[Any] = [getattr(module, "__file__", None), *_package_paths(module)]
+    locations = [os.path.abspath(p) for p in candidates if isinstance(p, str) and p]
     return any(p.startswith(user_roots) and not is_library_file(p) for p in locations)
 
 
-def _package_paths(module: Any) -> list:
+def _package_paths(module: Any) -> list[Any]:
     """A package's folders without recomputing them: iterating a namespace package's
     `__path__` looks its parent up in sys.modules, which raises KeyError ('ldm') once the
     parent was dropped first — the order of a set, so it failed on some runs only."""
@@ -207,7 +223,7 @@ def _package_paths(module: Any) -> list:
         return []
 
 
-def import_file(module_name: str, path: str, overlays: Optional[dict] = None) -> Any:
+def import_file(module_name: str, path: str, overlays: dict[str, Any] | None = None) -> Any:
     """Import `path` under `module_name` (its real dotted name, so relative imports work).
 
     A file whose name is a library's (`json.py`, `torch.py`) is executed from its own
@@ -231,7 +247,7 @@ def _origin(module: Any) -> str:
     return os.path.abspath(getattr(module, "__file__", "") or "") if getattr(module, "__file__", None) else ""
 
 
-def _exec_shadowing(module_name: str, path: str, overlays: Optional[dict] = None) -> Any:
+def _exec_shadowing(module_name: str, path: str, overlays: dict[str, Any] | None = None) -> Any:
     """Execute `path` as `module_name`, whatever sys.path would find under that name."""
     parent = module_name.rpartition(".")[0]
     if parent and parent not in sys.modules:
@@ -240,8 +256,8 @@ def _exec_shadowing(module_name: str, path: str, overlays: Optional[dict] = None
     loader = _OverlayLoader(module_name, path, text) if text is not None else None
     is_package = os.path.basename(path) == "__init__.py"
     spec = importlib.util.spec_from_file_location(
-        module_name, path, loader=loader,
-        submodule_search_locations=[os.path.dirname(path)] if is_package else None)
+        module_name, path, loader=loader, submodule_search_locations=[os.path.dirname(path)] if is_package else None
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path} as {module_name}")
     module = importlib.util.module_from_spec(spec)
@@ -274,10 +290,10 @@ def module_classes(module: Any, qualnames: list[str]) -> list[tuple[str, type]]:
         if getattr(cls, "forward", None) is getattr(torch.nn.Module, "forward", None):
             continue  # an abstract base: its subclasses are the models
         result.append((qualname, cls))
-    return sorted(result, key=lambda item: _first_line(item[1]))
+    return sorted(result, key=lambda item: _source_line(item[1]))
 
 
-def _first_line(cls: type) -> int:
+def _source_line(cls: type) -> int:
     try:
         return inspect.getsourcelines(cls)[1]
     except (OSError, TypeError):
@@ -289,8 +305,15 @@ class BuildFailure(Exception):
     factory), "factory" (the factory is wrong), "missing_package" (install `package`),
     "meta" (the constructor fails on meta and on the CPU), "memory" (too big for a CPU build)."""
 
-    def __init__(self, message: str, missing: list[str], signature: str, kind: str = "meta",
-                 package: Optional[str] = None, site: Optional[dict] = None):
+    def __init__(
+        self,
+        message: str,
+        missing: list[str],
+        signature: str,
+        kind: str = "meta",
+        package: str | None = None,
+        site: dict[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.missing = missing
@@ -299,9 +322,15 @@ class BuildFailure(Exception):
         self.package = package
         self.site = site
 
-    def as_json(self) -> dict:
-        return {"message": self.message, "missing": self.missing, "signature": self.signature,
-                "kind": self.kind, "package": self.package, "site": self.site}
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "message": self.message,
+            "missing": self.missing,
+            "signature": self.signature,
+            "kind": self.kind,
+            "package": self.package,
+            "site": self.site,
+        }
 
 
 def required_parameters(cls: type) -> tuple[list[str], str]:
@@ -310,14 +339,17 @@ def required_parameters(cls: type) -> tuple[list[str], str]:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
         return [], ""
-    missing = [name for name, p in signature.parameters.items()
-               if p.default is inspect.Parameter.empty
-               and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                              inspect.Parameter.KEYWORD_ONLY)]
+    missing = [
+        name
+        for name, p in signature.parameters.items()
+        if p.default is inspect.Parameter.empty
+        and p.kind
+        in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
     return missing, f"{cls.__name__}{signature}"
 
 
-def config_factory(cls: type, module: Any, missing: list[str]) -> Optional[str]:
+def config_factory(cls: type, module: Any, missing: list[str]) -> str | None:
     """A factory expression for the common `Model(config)` pattern: each missing parameter
     annotated with a class, or named like a config, gets the module's own config class
     when that class builds with no arguments (`GPT(config=GPTConfig())`)."""
@@ -326,15 +358,24 @@ def config_factory(cls: type, module: Any, missing: list[str]) -> Optional[str]:
     except (TypeError, ValueError):
         return None
     namespace = vars(module)
-    configs = [name for name, obj in namespace.items()
-               if inspect.isclass(obj) and obj.__module__ == module.__name__ and "config" in name.lower()
-               and not issubclass(obj, torch.nn.Module) and not required_parameters(obj)[0]]
+    configs = [
+        name
+        for name, obj in namespace.items()
+        if inspect.isclass(obj)
+        and obj.__module__ == module.__name__
+        and "config" in name.lower()
+        and not issubclass(obj, torch.nn.Module)
+        and not required_parameters(obj)[0]
+    ]
     arguments = []
     for name in missing:
         annotation = parameters[name].annotation
         annotated = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None)
-        if annotated in namespace and inspect.isclass(namespace[annotated]) \
-                and not required_parameters(namespace[annotated])[0]:
+        if (
+            annotated in namespace
+            and inspect.isclass(namespace[annotated])
+            and not required_parameters(namespace[annotated])[0]
+        ):
             arguments.append(f"{name}={annotated}()")
         elif name.lower() in ("config", "cfg", "conf", "args", "hparams", "params") and len(configs) == 1:
             arguments.append(f"{name}={configs[0]}()")
@@ -351,28 +392,37 @@ class BuildRecord:
     cls: type
     module: Any
     instance: torch.nn.Module
-    config: dict
+    config: dict[str, Any]
     path: str
-    moved: list = field(default_factory=list)
+    moved: list[Any] = field(default_factory=list)
 
 
 # The trace path asks for inputs by expression only; the build it follows is kept here.
 # The worker captures one class at a time, so this is never shared between two builds.
-_last_build: Optional[BuildRecord] = None
+_last_build: BuildRecord | None = None
 
 
-def last_build() -> Optional[BuildRecord]:
+def last_build() -> BuildRecord | None:
     return _last_build
 
 
-def build(cls: type, module: Any, init: Optional[str], config: Optional[dict] = None) -> torch.nn.Module:
+def build(cls: type, module: Any, init: str | None, config: dict[str, Any] | None = None) -> torch.nn.Module:
     """An instance of `cls` whose parameters live on the meta device (no memory, no data).
 
     `init` is an expression, a `pkg.module:function` reference, or None (the factories
     file, then the config-class guess, then `cls()`). When meta cannot run the
     constructor, it is built on the CPU under a memory cap and moved to meta."""
-    from .building import (BUILD_CPU, BUILD_META, BUILD_META_MOVED, CPU_BUILD_MEMORY_MB, factory_function,
-                           is_memory_error, memory_cap, missing_package, move_to_meta)
+    from .building import (
+        BUILD_CPU,
+        BUILD_META,
+        BUILD_META_MOVED,
+        CPU_BUILD_MEMORY_MB,
+        factory_function,
+        is_memory_error,
+        memory_cap,
+        missing_package,
+        move_to_meta,
+    )
 
     global _last_build
     _last_build = None
@@ -382,9 +432,14 @@ def build(cls: type, module: Any, init: Optional[str], config: Optional[dict] = 
     try:
         function = factory_function("init", init, config, cls.__qualname__)
     except Exception as error:  # noqa: BLE001 - a wrong reference is the user's to fix: say so
-        raise BuildFailure(f"the factory `{init or config.get('factories')}` could not be loaded "
-                           f"({type(error).__name__}: {error})", [], signature, kind="factory",
-                           package=missing_package(error), site=_user_site(error)) from None
+        raise BuildFailure(
+            f"the factory `{init or config.get('factories')}` could not be loaded ({type(error).__name__}: {error})",
+            [],
+            signature,
+            kind="factory",
+            package=missing_package(error),
+            site=_user_site(error),
+        ) from None
     available = {"cls": cls, "config": dict(config.get("options") or {}), "module": module, "key": key}
     if function is None and init is None and missing:
         init = config_factory(cls, module, missing)
@@ -402,20 +457,27 @@ def build(cls: type, module: Any, init: Optional[str], config: Optional[dict] = 
             if missing:  # the generic factory declined this class
                 raise _Declined()
             return cls()
-        return cls() if init is None else eval(init, namespace)  # noqa: S307 - the user's own factory
+        return cls() if init is None else eval(init, namespace)
 
     path = BUILD_META
     try:
         with torch.device("meta"):
             instance = make()
     except _Declined:
-        raise BuildFailure(f"its constructor needs {', '.join(missing)}", missing, signature,
-                           kind="arguments") from None
+        raise BuildFailure(
+            f"its constructor needs {', '.join(missing)}", missing, signature, kind="arguments"
+        ) from None
     except Exception as error:  # noqa: BLE001 - any constructor failure is reported, never raised
         package = missing_package(error)
         if package is not None:
-            raise BuildFailure(f"building it imports `{error.name}`, which is not installed", [], signature,
-                               kind="missing_package", package=package, site=_user_site(error)) from None
+            raise BuildFailure(
+                f"building it imports `{getattr(error, 'name', package)}`, which is not installed",
+                [],
+                signature,
+                kind="missing_package",
+                package=package,
+                site=_user_site(error),
+            ) from None
         meta_error = f"{type(error).__name__}: {_first_line(error)}"
         meta_site = _user_site(error)
         try:
@@ -424,14 +486,23 @@ def build(cls: type, module: Any, init: Optional[str], config: Optional[dict] = 
             path = BUILD_CPU
         except Exception as cpu_error:  # noqa: BLE001 - the meta failure stays the message
             if is_memory_error(cpu_error):
-                raise BuildFailure(f"building it on the meta device failed ({meta_error}), and on the CPU it "
-                                   f"needs more than {CPU_BUILD_MEMORY_MB} MB; give a factory with smaller "
-                                   f"sizes", [], signature, kind="memory", site=meta_site) from None
-            raise BuildFailure(meta_error, missing if init is None and function is None else [], signature,
-                               kind="meta", site=meta_site) from None
+                raise BuildFailure(
+                    f"building it on the meta device failed ({meta_error}), and on the CPU it "
+                    f"needs more than {CPU_BUILD_MEMORY_MB} MB; give a factory with smaller "
+                    f"sizes",
+                    [],
+                    signature,
+                    kind="memory",
+                    site=meta_site,
+                ) from None
+            raise BuildFailure(
+                meta_error, missing if init is None and function is None else [], signature, kind="meta", site=meta_site
+            ) from None
     if not isinstance(instance, torch.nn.Module):
-        raise BuildFailure(f"`{init or function.__name__}` returned {type(instance).__name__}, not an nn.Module",
-                           [], signature, kind="factory")
+        made_by = init or getattr(function, "__name__", "the factory")
+        raise BuildFailure(
+            f"`{made_by}` returned {type(instance).__name__}, not an nn.Module", [], signature, kind="factory"
+        )
     try:
         moved = move_to_meta(instance)
     except Exception:  # noqa: BLE001 - tensors that refuse to move: script capture does not need them
@@ -446,7 +517,7 @@ class _Declined(Exception):
     """The factories file's generic `init` returned None for this class."""
 
 
-def _call_factory(function: Any, available: dict) -> Any:
+def _call_factory(function: Any, available: dict[str, Any]) -> Any:
     from .building import call_with
 
     return call_with(function, available, first="cls")
@@ -457,15 +528,18 @@ def _first_line(error: BaseException) -> str:
     return text[0][:300] if text else type(error).__name__
 
 
-def _user_site(error: BaseException) -> Optional[dict]:
+def _user_site(error: BaseException) -> dict[str, Any] | None:
     """The innermost frame of the user's code in a traceback: where to point."""
     import traceback
 
     atenlint_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         filename = os.path.abspath(frame.filename)
-        if not is_library_file(filename) and not filename.startswith(atenlint_dir + os.sep) \
-                and not frame.filename.startswith("<"):
+        if (
+            not is_library_file(filename)
+            and not filename.startswith(atenlint_dir + os.sep)
+            and not frame.filename.startswith("<")
+        ):
             return {"file": filename, "line": frame.lineno, "text": (frame.line or "").strip()}
     return None
 
@@ -479,16 +553,20 @@ def evaluate_inputs(expression: str, module: Any) -> Any:
     config = record.config if record is not None else {}
     namespace = dict(vars(module))
     namespace.setdefault("torch", torch)
-    available = {"model": record.instance if record else None, "cls": record.cls if record else None,
-                 "config": dict(config.get("options") or {}), "module": module,
-                 "key": config.get("key")}
+    available = {
+        "model": record.instance if record else None,
+        "cls": record.cls if record else None,
+        "config": dict(config.get("options") or {}),
+        "module": module,
+        "key": config.get("key"),
+    }
     qualname = record.cls.__qualname__ if record else ""
 
-    def value(kind: str, text: Optional[str]) -> Any:
+    def value(kind: str, text: str | None) -> Any:
         function = factory_function(kind, text, config, qualname) if (text or config.get("factories")) else None
         if function is not None:
             return call_with(function, available, first="model")
-        return None if text is None else eval(text, namespace)  # noqa: S307 - the user's own example inputs
+        return None if text is None else eval(text, namespace)
 
     inputs = value("inputs", expression)
     kwargs_setting = config.get("kwargs")

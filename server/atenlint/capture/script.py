@@ -21,11 +21,13 @@ import itertools
 import re
 import textwrap
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
+from .. import torchcompat
 from .decompose import UNKNOWN, call_tree, resolve_overload
 from .paths import is_library_file
 
@@ -34,8 +36,18 @@ _HEADER_RE = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')
 _CARET_RE = re.compile(r"^(?P<lead>\s*)(?P<marks>~+)(?: <--- HERE)?\s*$")
 _MAX_DEPTH = 64
 _PRIMITIVE_TYPES = ("bool", "int", "float", "str", "NoneType")
-_LIST_MUTATORS = {"aten::append", "aten::_set_item", "aten::extend", "aten::insert", "aten::pop",
-                  "aten::clear", "aten::remove", "aten::reverse", "aten::sort", "prim::Loop"}
+_LIST_MUTATORS = {
+    "aten::append",
+    "aten::_set_item",
+    "aten::extend",
+    "aten::insert",
+    "aten::pop",
+    "aten::clear",
+    "aten::remove",
+    "aten::reverse",
+    "aten::sort",
+    "prim::Loop",
+}
 
 
 @dataclass(frozen=True)
@@ -51,15 +63,21 @@ class Site:
     line: int
     col: int
     span_lines: int = 1
-    end_col: Optional[int] = None
+    end_col: int | None = None
     exact: bool = False  # the extent is the whole expression (a trace's co_positions), not TorchScript's
     # Only the line is known (col -1, a graph's recorded stack): names the call on that line
     # may have (the op, the library function or submodule it went through), to pick it.
-    hint: tuple = ()
+    hint: tuple[Any, ...] = ()
 
-    def as_json(self) -> dict:
-        out = {"file": self.file, "line": self.line, "col": self.col,
-               "span_lines": self.span_lines, "end_col": self.end_col, "exact": self.exact}
+    def as_json(self) -> dict[str, Any]:
+        out = {
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "span_lines": self.span_lines,
+            "end_col": self.end_col,
+            "exact": self.exact,
+        }
         if self.hint:
             out["hint"] = list(self.hint)
         return out
@@ -80,18 +98,17 @@ class ScriptedOp:
 class ScriptFailure(Exception):
     """TorchScript could not compile the module; keeps its message and caret."""
 
-    def __init__(self, message: str, site: Optional[Site], full_text: str):
+    def __init__(self, message: str, site: Site | None, full_text: str):
         super().__init__(message)
         self.message = message
         self.site = site
         self.full_text = full_text
 
-    def as_json(self) -> dict:
-        return {"message": self.message, "site": self.site.as_json() if self.site else None,
-                "details": self.full_text}
+    def as_json(self) -> dict[str, Any]:
+        return {"message": self.message, "site": self.site.as_json() if self.site else None, "details": self.full_text}
 
 
-def script(instance: torch.nn.Module):
+def script(instance: torch.nn.Module) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.jit.script's DeprecationWarning is not the user's concern
         try:
@@ -105,9 +122,7 @@ def forget_module_types() -> None:
     """A failed compile leaves half-defined module types in TorchScript's cache, and the
     next class that contains the same submodule then fails with "Can't redefine method":
     start a fresh store (new types get fresh mangled names)."""
-    import torch.jit._recursive as recursive
-
-    recursive.concrete_type_store = recursive.ConcreteTypeStore()
+    torchcompat.reset_concrete_type_store()
 
 
 def _script_failure(error: Exception) -> ScriptFailure:
@@ -117,12 +132,12 @@ def _script_failure(error: Exception) -> ScriptFailure:
     for index, line in enumerate(lines):
         header = _HEADER_RE.match(line)
         if header:
-            site = _site_from_caret(header["file"], int(header["line"]), lines[index + 1:]) or site
+            site = _site_from_caret(header["file"], int(header["line"]), lines[index + 1 :]) or site
     headline = next((ln.strip() for ln in lines if ln.strip()), type(error).__name__)
     return ScriptFailure(headline.rstrip(":").rstrip(), site, text)
 
 
-def _site_from_caret(file: str, line: int, snippet: list[str]) -> Optional[Site]:
+def _site_from_caret(file: str, line: int, snippet: list[str]) -> Site | None:
     """TorchScript prints a few lines of context with `~~~~` under the range."""
     carets = []
     for index, text in enumerate(snippet):
@@ -131,7 +146,7 @@ def _site_from_caret(file: str, line: int, snippet: list[str]) -> Optional[Site]
             carets.append((index, match))
         elif carets and not match and index > carets[-1][0] + 1:
             break
-        if text.startswith("  File ") or text.startswith("'"):
+        if text.startswith(("  File ", "'")):
             break
     if not carets:
         return None
@@ -145,7 +160,7 @@ def _site_from_caret(file: str, line: int, snippet: list[str]) -> Optional[Site]
     return Site(file, line, col, span_lines=len(carets), end_col=end_col)
 
 
-def _node_site(node: Any) -> Optional[Site]:
+def _node_site(node: Any) -> Site | None:
     first_line = str(node).split("\n", 1)[0]
     match = _SITE_RE.search(first_line)
     if not match:
@@ -186,12 +201,24 @@ def _constant_of(value: Any) -> Any:
     return UNKNOWN
 
 
-_DEVICE_PREDICATES = {"prim::is_cuda": "cuda", "prim::is_mps": "mps", "prim::is_cpu": "cpu", "prim::is_xpu": "xpu",
-                      "prim::is_meta": "meta"}
+_DEVICE_PREDICATES = {
+    "prim::is_cuda": "cuda",
+    "prim::is_mps": "mps",
+    "prim::is_cpu": "cpu",
+    "prim::is_xpu": "xpu",
+    "prim::is_meta": "meta",
+}
 
 
-def _specialise(graph: Any, constants: dict[int, Any], module: Any, training: bool, device: str,
-                depth: int = 0, types: Optional[dict[int, Any]] = None) -> Any:
+def _specialise(
+    graph: Any,
+    constants: dict[int, Any],
+    module: Any,
+    training: bool,
+    device: str,
+    depth: int = 0,
+    types: dict[int, Any] | None = None,
+) -> Any:
     """A copy of `graph` with known inputs, constant attributes and the assumed device
     substituted and folded (so `x.device.type in ["cpu", "cuda"]` decides a branch), and
     calls to functions that return a constant for these arguments replaced by it (so
@@ -224,17 +251,17 @@ def _specialise(graph: Any, constants: dict[int, Any], module: Any, training: bo
             for node in graph.findAllNodes(kind):
                 _replace_with_constant(graph, node.output(), predicate_device == device)
     if types:
-        torch._C._jit_pass_peephole(graph)
-    torch._C._jit_pass_constant_propagation(graph)
-    torch._C._jit_pass_dce(graph)
+        torchcompat.run_pass("peephole", graph)
+    torchcompat.run_pass("constant_propagation", graph)
+    torchcompat.run_pass("dce", graph)
     if depth < _MAX_FOLD_DEPTH and _fold_constant_calls(graph, training, device, depth):
-        torch._C._jit_pass_constant_propagation(graph)
-        torch._C._jit_pass_dce(graph)
+        torchcompat.run_pass("constant_propagation", graph)
+        torchcompat.run_pass("dce", graph)
     return graph
 
 
 _MAX_FOLD_DEPTH = 6
-_CONSTANT_RESULTS: dict[tuple, Optional[tuple]] = {}
+_CONSTANT_RESULTS: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
 
 
 def _fold_constant_calls(graph: Any, training: bool, device: str, depth: int) -> bool:
@@ -242,7 +269,7 @@ def _fold_constant_calls(graph: Any, training: bool, device: str, depth: int) ->
     for node in graph.findAllNodes("prim::CallFunction"):
         qualified = str(node.inputsAt(0).type())
         known = {i - 1: c for i, c in enumerate(_constant_of(v) for v in node.inputs()) if i > 0 and c is not UNKNOWN}
-        function = torch.jit._state._python_cu.find_function(qualified)
+        function = torchcompat.compiled_function(qualified)
         types = _refined_types(node, function)
         key = (qualified, _freeze(known), training, device, tuple(sorted((i, str(t)) for i, t in types.items())))
         if key not in _CONSTANT_RESULTS or not qualified.startswith("__torch__.torch."):
@@ -302,8 +329,15 @@ class _Walker:
         self.unresolved_calls: list[str] = []
         self.modules_seen: set[str] = set()
 
-    def graph(self, graph: Any, module: Any, constants: dict[int, Any], stack: tuple[Site, ...],
-              conditional: bool = False, types: Optional[dict] = None) -> Optional[Any]:
+    def graph(
+        self,
+        graph: Any,
+        module: Any,
+        constants: dict[int, Any],
+        stack: tuple[Site, ...],
+        conditional: bool = False,
+        types: dict[int, Any] | None = None,
+    ) -> Any | None:
         if len(stack) > _MAX_DEPTH:
             return None
         graph = _specialise(graph, constants, module, self.training, self.device, types=types)
@@ -335,21 +369,25 @@ class _Walker:
         inputs = list(node.inputs())
         owner = objects.get(inputs[0].unique())
         name = node.s("name")
-        has_method = getattr(owner, "_has_method", None)
-        if owner is None or has_method is None or not has_method(name):
+        method_graph = (
+            torchcompat.script_method_graph(owner, name)
+            if owner is not None and torchcompat.is_script_module_object(owner)
+            else None
+        )
+        if method_graph is None:
             # A TorchScript class instance (torchvision's BoxCoder) is not a module: its
             # methods are compiled functions we do not walk.
             self.unresolved_calls.append(f"{inputs[0].type()}.{name}")
             return
-        self.modules_seen.add(_python_qualname(owner._type().qualified_name()))
+        self.modules_seen.add(_python_qualname(torchcompat.script_type_name(owner)))
         site = _node_site(node)
         known = {i: c for i, c in enumerate(_constant_of(v) for v in inputs) if i > 0 and c is not UNKNOWN}
-        self.graph(owner._get_method(name).graph, owner, known, stack + ((site,) if site else ()), conditional)
+        self.graph(method_graph, owner, known, stack + ((site,) if site else ()), conditional)
 
     def call_function(self, node: Any, stack: tuple[Site, ...], conditional: bool) -> None:
         inputs = list(node.inputs())
         qualified = str(inputs[0].type())
-        function = torch.jit._state._python_cu.find_function(qualified)
+        function = torchcompat.compiled_function(qualified)
         if function is None:
             self.unresolved_calls.append(qualified)
             return
@@ -361,8 +399,14 @@ class _Walker:
             return
         # A free function's calls depend only on its arguments: walk it once per distinct
         # call (F.batch_norm in every block of a deep network) and replay the result.
-        key = (qualified, _freeze(known), tuple(sorted((i, str(t)) for i, t in types.items())),
-               self.training, self.device, conditional)
+        key = (
+            qualified,
+            _freeze(known),
+            tuple(sorted((i, str(t)) for i, t in types.items())),
+            self.training,
+            self.device,
+            conditional,
+        )
         cacheable = qualified.startswith("__torch__.torch.")  # user code may change under the same name
         relative = _FUNCTION_WALKS.get(key) if cacheable else None
         if relative is None:
@@ -386,9 +430,16 @@ class _Walker:
         for call in hidden:
             if call.always or any(call.block_start <= line <= call.block_end for line in lines.get(call.file, ())):
                 for op in call.ops:
-                    self.found.append(ScriptedOp(op=op, known={}, sites=stack + (call.site,),
-                                                 training=self.training, device=self.device,
-                                                 conditional=conditional))
+                    self.found.append(
+                        ScriptedOp(
+                            op=op,
+                            known={},
+                            sites=stack + (call.site,),
+                            training=self.training,
+                            device=self.device,
+                            conditional=conditional,
+                        )
+                    )
 
     def op(self, node: Any, stack: tuple[Site, ...], conditional: bool) -> None:
         try:
@@ -397,16 +448,22 @@ class _Walker:
             return
         if schema == "(no schema)":
             return
-        parsed = torch._C.parse_schema(schema)
+        parsed = torchcompat.parse_schema(schema)
         overload = resolve_overload(parsed.name, parsed.overload_name)
         if overload is None:
             return  # TorchScript builtins (aten::len, aten::format) are not dispatcher ops
         known = {arg.name: _constant_of(value) for arg, value in zip(parsed.arguments, node.inputs())}
         site = _node_site(node)
-        self.found.append(ScriptedOp(op=_display_name(parsed), known=known,
-                                     sites=stack + ((site,) if site else ()), training=self.training,
-                                     device=self.device,
-                                     conditional=conditional))
+        self.found.append(
+            ScriptedOp(
+                op=_display_name(parsed),
+                known=known,
+                sites=stack + ((site,) if site else ()),
+                training=self.training,
+                device=self.device,
+                conditional=conditional,
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -429,7 +486,7 @@ def _graph_lines(graph: Any) -> dict[str, set[int]]:
     return lines
 
 
-def _all_nodes(block: Any) -> list:
+def _all_nodes(block: Any) -> list[Any]:
     out = []
     for node in block.nodes():
         out.append(node)
@@ -438,7 +495,7 @@ def _all_nodes(block: Any) -> list:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dead_builtin_calls(qualified: str) -> tuple[_HiddenCall, ...]:
     """Calls in a library function to TorchScript builtins that are not dispatcher ops and
     whose result is unused, so the compiler drops them: `F.embedding(max_norm=...)` calls
@@ -446,7 +503,7 @@ def _dead_builtin_calls(qualified: str) -> tuple[_HiddenCall, ...]:
     function = _python_function(qualified)
     if function is None:
         return ()
-    builtins = {id(fn): name for fn, name in torch.jit._builtins._builtin_ops}
+    builtins = torchcompat.builtin_table()
     try:
         lines, first = inspect.getsourcelines(function)
         file = inspect.getsourcefile(function) or ""
@@ -470,20 +527,26 @@ def _dead_builtin_calls(qualified: str) -> tuple[_HiddenCall, ...]:
     return tuple(found)
 
 
-def _statements_with_blocks(function_def: Any, first_line: int):
+def _statements_with_blocks(function_def: Any, first_line: int) -> Iterator[tuple[int, int, bool, ast.stmt]]:
     """(block first line, block last line, block is the function body, statement) in file lines."""
-    def walk(body, start, end, always):
+
+    def walk(body: list[ast.stmt], start: int, end: int, always: bool) -> Iterator[tuple[int, int, bool, ast.stmt]]:
         for statement in body:
             yield start, end, always, statement
             for field_name in ("body", "orelse", "finalbody"):
                 inner = getattr(statement, field_name, None)
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    yield from walk(inner, first_line + inner[0].lineno - 1,
-                                    first_line + inner[-1].end_lineno - 1, False)
+                    yield from walk(
+                        inner,
+                        first_line + inner[0].lineno - 1,
+                        first_line + (inner[-1].end_lineno or inner[-1].lineno) - 1,
+                        False,
+                    )
+
     yield from walk(function_def.body, first_line, first_line + function_def.end_lineno - 1, True)
 
 
-def _python_function(qualified: str) -> Optional[Any]:
+def _python_function(qualified: str) -> Any | None:
     parts = re.sub(r"\.___torch_mangle_\d+", "", qualified).split(".")
     if parts[:1] != ["__torch__"]:
         return None
@@ -494,7 +557,7 @@ def _python_function(qualified: str) -> Optional[Any]:
         return None
 
 
-def _resolve_dotted(node: Any, namespace: dict) -> Optional[Any]:
+def _resolve_dotted(node: Any, namespace: dict[str, Any]) -> Any | None:
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -524,7 +587,7 @@ def _ops_called_by(function: Any) -> tuple[str, ...]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             callee = _resolve_dotted(node.func, function.__globals__)
-            name = torch.jit._builtins._find_builtin(callee) if callee is not None else None
+            name = torchcompat.builtin_name(callee) if callee is not None else None
             if name and _is_dispatcher_op(name) and name not in ops:
                 ops.append(name)
     return tuple(ops)
@@ -564,21 +627,25 @@ def script_ops(scripted: Any, devices: tuple[str, ...] = ("cpu",)) -> ScriptCapt
     found: list[ScriptedOp] = []
     unresolved: set[str] = set()
     seen: set[str] = set()
-    module = scripted._c
+    torchcompat.require_jit_walk()  # raises Unavailable: the caller reads the class from source
+    module = torchcompat.script_module_object(scripted)
+    forward = torchcompat.script_method_graph(module, "forward")
+    if forward is None:
+        raise torchcompat.Unavailable(torchcompat.degrade(torchcompat.JIT_WALK, "no forward graph"))
     for device, training in itertools.product(devices, (False, True)):
         walker = _Walker(training, device)
-        walker.graph(module._get_method("forward").graph, module, {}, ())
+        walker.graph(forward, module, {}, ())
         found.extend(walker.found)
         unresolved.update(walker.unresolved_calls)
         seen.update(walker.modules_seen)
     return ScriptCapture(found, sorted(unresolved), sorted(seen))
 
 
-_TREE_CACHE: dict[tuple, dict] = {}
-_FUNCTION_WALKS: dict[tuple, tuple] = {}
+_TREE_CACHE: dict[tuple[Any, ...], dict[str, Any]] = {}
+_FUNCTION_WALKS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
-def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> dict:
+def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> dict[str, Any]:
     """The call tree for one scripted call, cached by overload and constant arguments.
 
     view "dispatch": what a device backend's dispatcher is asked for (composites expanded

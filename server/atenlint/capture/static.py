@@ -22,13 +22,17 @@ import itertools
 import linecache
 import os
 import re
+import typing
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
+from .. import torchcompat
 from ..locate import dotted_name
+from ..script_typing import widen_int_literals
 from .decompose import resolve_overload
 from .paths import is_library_file
 from .script import Site, _Walker, decomposed, script_ops
@@ -47,18 +51,20 @@ _WRAPPER_FILE = "<atenlint-static>"
 @dataclass
 class StaticCall:
     site: Site  # the user's expression
-    ops: list  # [(op, known, library sites, conditional)]
+    ops: list[Any]  # [(op, known, library sites, conditional)]
 
 
 @dataclass
 class _Names:
     """What names mean in the user's file: imports and module-level definitions."""
 
-    aliases: dict = field(default_factory=dict)  # local name -> dotted torch path ("F" -> "torch.nn.functional")
-    functions: dict = field(default_factory=dict)  # module-level function name -> FunctionDef
-    classes: dict = field(default_factory=dict)  # class name -> ClassDef
-    imported: dict = field(default_factory=dict)  # local name -> (absolute module, attribute) of the project
-    modules: dict = field(default_factory=dict)  # local name -> absolute module of the project
+    aliases: dict[str, Any] = field(
+        default_factory=dict
+    )  # local name -> dotted torch path ("F" -> "torch.nn.functional")
+    functions: dict[str, Any] = field(default_factory=dict)  # module-level function name -> FunctionDef
+    classes: dict[str, Any] = field(default_factory=dict)  # class name -> ClassDef
+    imported: dict[str, Any] = field(default_factory=dict)  # local name -> (absolute module, attribute) of the project
+    modules: dict[str, Any] = field(default_factory=dict)  # local name -> absolute module of the project
 
 
 def _collect_names(tree: ast.Module, package: str = "") -> _Names:
@@ -73,8 +79,12 @@ def _collect_names(tree: ast.Module, package: str = "") -> _Names:
                         names.aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
                 elif alias.asname:
                     names.modules[alias.asname] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
-                and node.module.split(".")[0] in _TORCH_ROOTS:
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] in _TORCH_ROOTS
+        ):
             for alias in node.names:
                 names.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         elif isinstance(node, ast.ImportFrom):
@@ -91,23 +101,23 @@ def _collect_names(tree: ast.Module, package: str = "") -> _Names:
     return names
 
 
-def _absolute_module(module: Optional[str], level: int, package: str) -> Optional[str]:
+def _absolute_module(module: str | None, level: int, package: str) -> str | None:
     """`from ..ops import x` inside package `pkg.models` -> "pkg.ops"."""
     if level == 0:
         return module
     parts = package.split(".") if package else []
     if level - 1 > len(parts):
         return None
-    base = parts[:len(parts) - (level - 1)]
+    base = parts[: len(parts) - (level - 1)]
     return ".".join(base + ([module] if module else [])) or None
 
 
-def _dotted(node: ast.AST) -> Optional[list]:
+def _dotted(node: ast.AST) -> list[Any] | None:
     name = dotted_name(node)
     return name.split(".") if name else None
 
 
-def _torch_path(node: ast.AST, names: _Names) -> Optional[str]:
+def _torch_path(node: ast.AST, names: _Names) -> str | None:
     """`F.interpolate` -> "torch.nn.functional.interpolate" when F is an alias of torch's."""
     parts = _dotted(node)
     if not parts or parts[0] not in names.aliases:
@@ -146,7 +156,7 @@ def _literal(node: ast.AST, names: _Names) -> Any:
     path = _torch_path(node, names)
     if path is not None:
         value = _resolve_torch(path)
-        if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)) or isinstance(value, (int, float)):
+        if isinstance(value, (torch.dtype, torch.layout, torch.memory_format, int, float)):
             return value
     if isinstance(node, (ast.Tuple, ast.List)):
         items = [_literal(e, names) for e in node.elts]
@@ -167,11 +177,11 @@ def _source_literal(value: Any) -> str:
 # Replaying one call through TorchScript
 
 
-_WRAPPERS: dict = {}
+_WRAPPERS: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
 _wrapper_ids = itertools.count()
 
 
-def _annotation_text(annotation: Any) -> Optional[str]:
+def _annotation_text(annotation: Any) -> str | None:
     if annotation is inspect.Parameter.empty:
         return None
     if isinstance(annotation, str):
@@ -180,7 +190,7 @@ def _annotation_text(annotation: Any) -> Optional[str]:
     if annotation is torch.Tensor:
         return "torch.Tensor"
     if text in ("int", "float", "bool", "str"):
-        return text
+        return str(text)
     rendered = repr(annotation).replace("typing.", "")
     rendered = rendered.replace("<class 'torch.Tensor'>", "torch.Tensor").replace("torch.Tensor", "torch.Tensor")
     if "<" in rendered:
@@ -188,25 +198,29 @@ def _annotation_text(annotation: Any) -> Optional[str]:
     return rendered.replace("Tensor", "torch.Tensor").replace("torch.torch.", "torch.")
 
 
-def _parameter_types(function: Any, positional: int, keywords: list) -> Optional[tuple[list, dict]]:
+def _parameter_types(function: Any, positional: int, keywords: list[Any]) -> tuple[list[Any], dict[str, Any]] | None:
     """TorchScript types for each argument slot, from the callee's own signature."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
         return None
-    parameters = [p for p in signature.parameters.values()
-                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    parameters = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
     by_name = signature.parameters
-    positional_types = [(_annotation_text(p.annotation) if i < len(parameters) else None)
-                        for i, p in enumerate(parameters[:positional])]
+    positional_types = [
+        (_annotation_text(p.annotation) if i < len(parameters) else None) for i, p in enumerate(parameters[:positional])
+    ]
     keyword_types = {k: _annotation_text(by_name[k].annotation) if k in by_name else None for k in keywords}
     return positional_types, keyword_types
 
 
-def _schema_types(qualified: str, positional: int, keywords: list) -> list[tuple[list, dict]]:
+def _schema_types(qualified: str, positional: int, keywords: list[Any]) -> list[tuple[list[Any], dict[str, Any]]]:
     """Candidate argument types from the aten schemas of a builtin, most specific first."""
     out = []
-    schemas = torch._C._jit_get_schemas_for_operator(qualified)
+    schemas = torchcompat.schemas_for_operator(qualified)
     # The default overload first: `torch.logspace(0, n - 1, n)` means Scalars, not the
     # rarely used Tensor overloads that also type-check.
     for schema in sorted(schemas, key=lambda s: s.overload_name != ""):
@@ -224,11 +238,19 @@ def _schema_types(qualified: str, positional: int, keywords: list) -> list[tuple
     return out
 
 
-_JIT_TYPE_NAMES = {"Tensor": "torch.Tensor", "number": "float", "Scalar": "float", "Device": "torch.device",
-                   "ScalarType": "int", "Layout": "int", "MemoryFormat": "int", "Generator": "torch.Generator"}
+_JIT_TYPE_NAMES = {
+    "Tensor": "torch.Tensor",
+    "number": "float",
+    "Scalar": "float",
+    "Device": "torch.device",
+    "ScalarType": "int",
+    "Layout": "int",
+    "MemoryFormat": "int",
+    "Generator": "torch.Generator",
+}
 
 
-def _jit_type(jit_type: Any) -> Optional[str]:
+def _jit_type(jit_type: Any) -> str | None:
     """A schema argument type as a TorchScript annotation ("Optional[Device]" ->
     "Optional[torch.device]"), or None when it has no spelling we can use."""
     text = str(jit_type).replace("SymInt", "int")
@@ -239,7 +261,7 @@ def _jit_type(jit_type: Any) -> Optional[str]:
     return text
 
 
-def _replay(expression: str, slots: list[tuple[str, str]]) -> Optional[Any]:
+def _replay(expression: str, slots: list[tuple[str, str]]) -> Any | None:
     """Compile `def f(slots): return expression` with TorchScript; None if it does not type."""
     key = (expression, tuple(slots))
     if key in _WRAPPERS:
@@ -249,10 +271,14 @@ def _replay(expression: str, slots: list[tuple[str, str]]) -> Optional[Any]:
     source = f"def {name}({parameters}):\n    return {expression}\n"
     filename = f"{_WRAPPER_FILE}/{name}.py"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"torch": torch, "List": list, "Optional": Optional, "__name__": "atenlint_static"}
-    from typing import List, Optional as _Optional  # noqa: F401 - names TorchScript resolves
-
-    namespace.update(List=List, Optional=_Optional, Tensor=torch.Tensor)
+    # The names the wrapper's annotations use, as TorchScript resolves them.
+    namespace: dict[str, Any] = {
+        "torch": torch,
+        "List": list,
+        "Optional": typing.Optional,
+        "Tensor": torch.Tensor,
+        "__name__": "atenlint_static",
+    }
     try:
         exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated wrapper
         with warnings.catch_warnings():
@@ -269,7 +295,7 @@ class _Replayer:
         self.names = names
         self.device = device
 
-    def call(self, node: ast.Call) -> list:
+    def call(self, node: ast.Call) -> list[Any]:
         """The ScriptedOps of one torch call (function, method or submodule), or []."""
         path = _torch_path(node.func, self.names)
         if path is not None:
@@ -278,7 +304,9 @@ class _Replayer:
             return self._method(node)
         return []
 
-    def _arguments(self, node: ast.Call, first: Optional[str] = None):
+    def _arguments(
+        self, node: ast.Call, first: str | None = None
+    ) -> tuple[list[str], list[str], list[tuple[str, str]]] | None:
         """Source text for each argument: a literal, or a typed slot for the wrapper."""
         slots: list[str] = []
         positional: list[str] = []
@@ -307,7 +335,7 @@ class _Replayer:
                 keywords.append((keyword.arg, _source_literal(value)))
         return slots, positional, keywords
 
-    def _function(self, path: str, node: ast.Call) -> list:
+    def _function(self, path: str, node: ast.Call) -> list[Any]:
         target = _resolve_torch(path)
         if target is None or isinstance(target, type):
             return []  # a class: constructing torch modules in forward is rare; skip
@@ -321,9 +349,13 @@ class _Replayer:
             found = self._walk(compiled) if compiled is not None else []
             if found:
                 return found
-        return []
+        # `scale_factor=2`: Python takes an int where a float is annotated, TorchScript does not.
+        widened = widen_int_literals(node, target)
+        return self._function(path, widened) if widened is not None else []
 
-    def _method(self, node: ast.Call) -> list:
+    def _method(self, node: ast.Call) -> list[Any]:
+        if not isinstance(node.func, ast.Attribute):
+            return []
         name = node.func.attr
         if not hasattr(torch.Tensor, name) or name.startswith("_"):
             return []
@@ -343,16 +375,24 @@ class _Replayer:
                 return found
         return []
 
-    def _slot_types(self, target, path, node, slots, positional, keywords):
-        builtin = torch.jit._builtins._find_builtin(target)
-        signatures = []
+    def _slot_types(
+        self,
+        target: Any,
+        path: str,
+        node: ast.Call,
+        slots: list[str],
+        positional: list[str],
+        keywords: list[tuple[str, str]],
+    ) -> Iterator[list[Any]]:
+        builtin = torchcompat.builtin_name(target)
+        signatures: list[tuple[list[Any], dict[str, Any]]] = []
         if builtin is not None:
             signatures = _schema_types(builtin.split(".")[0], len(positional), [k for k, _ in keywords])[:6]
         else:
             found = _parameter_types(target, len(positional), [k for k, _ in keywords])
             if found is not None:
                 signatures = [found]
-        tried = set()
+        tried: set[tuple[Any, ...]] = set()
         for positional_types, keyword_types in signatures:
             slot_types = tuple(self._fill(slots, positional, keywords, positional_types, keyword_types))
             if slot_types not in tried:
@@ -363,8 +403,14 @@ class _Replayer:
             yield list(everything_tensor)
 
     @staticmethod
-    def _fill(slots, positional, keywords, positional_types, keyword_types) -> list:
-        slot_types = {}
+    def _fill(
+        slots: list[str],
+        positional: list[str],
+        keywords: list[tuple[str, str]],
+        positional_types: list[Any],
+        keyword_types: dict[str, Any],
+    ) -> list[Any]:
+        slot_types: dict[str, Any] = {}
         for index, text in enumerate(positional):
             if text in slots:
                 kind = positional_types[index] if index < len(positional_types) else None
@@ -374,7 +420,7 @@ class _Replayer:
                 slot_types[text] = keyword_types.get(name) or "torch.Tensor"
         return [slot_types.get(slot, "torch.Tensor") for slot in slots]
 
-    def _walk(self, compiled: Any) -> list:
+    def _walk(self, compiled: Any) -> list[Any]:
         walker = _Walker(training=False, device=self.device)
         walker.graph(compiled.graph, None, {}, ())
         found = list(walker.found)
@@ -383,7 +429,7 @@ class _Replayer:
         found += trainer.found
         return found
 
-    def submodule(self, constructor: ast.Call) -> Optional[Any]:
+    def submodule(self, constructor: ast.Call) -> Any | None:
         """A torch nn.Module built on meta from the literal arguments of its constructor,
         unknown ones replaced by plausible sizes; scripted. None if that cannot be done."""
         path = _torch_path(constructor.func, self.names)
@@ -392,20 +438,30 @@ class _Replayer:
             return None
         args = [_literal(a, self.names) for a in constructor.args]
         kwargs = {k.arg: _literal(k.value, self.names) for k in constructor.keywords if k.arg}
-        if any(isinstance(a, ast.Starred) for a in constructor.args) or any(k.arg is None for k in constructor.keywords):
+        if any(isinstance(a, ast.Starred) for a in constructor.args) or any(
+            k.arg is None for k in constructor.keywords
+        ):
             return None
-        unknown = [i for i, a in enumerate(args) if a is _UNKNOWN_ARG] + [k for k, v in kwargs.items()
-                                                                         if v is _UNKNOWN_ARG]
+        unknown = [i for i, a in enumerate(args) if a is _UNKNOWN_ARG] + [
+            k for k, v in kwargs.items() if v is _UNKNOWN_ARG
+        ]
         for guess in _PLACEHOLDER_INTS if unknown else (None,):
             call_args = [guess if a is _UNKNOWN_ARG else a for a in args]
             call_kwargs = {k: (guess if v is _UNKNOWN_ARG else v) for k, v in kwargs.items()}
-            try:
-                with torch.device("meta"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    instance = cls(*call_args, **call_kwargs)
-                    return torch.jit.script(instance)
-            except Exception:  # noqa: BLE001 - try the next plausible size
-                continue
+            scripted = _script_on_meta(cls, call_args, call_kwargs)
+            if scripted is not None:
+                return scripted
+        return None
+
+
+def _script_on_meta(cls: type, args: list[Any], kwargs: dict[str, Any]) -> Any | None:
+    """The torch module `cls(*args, **kwargs)` built on meta and scripted, or None when
+    these arguments do not build or script (the caller tries the next plausible size)."""
+    try:
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.jit.script(cls(*args, **kwargs))
+    except Exception:  # noqa: BLE001 - any failure means: not with these arguments
         return None
 
 
@@ -413,18 +469,22 @@ class _Replayer:
 # Following the user's code through the AST
 
 
+# What a name in the user's project can be defined as.
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
 class _Project:
     """The user's files the static pass may read (never import) to follow calls across
     modules: `from ..ops import step_mask`, `from . import blocks; blocks.Residual(16)`."""
 
-    def __init__(self, roots: list, devices: tuple[str, ...], texts: Optional[dict] = None):
+    def __init__(self, roots: list[Any], devices: tuple[str, ...], texts: dict[str, Any] | None = None):
         self.roots = [os.path.abspath(r) for r in roots]
         self.devices = devices
         self.texts = {os.path.abspath(p): t for p, t in (texts or {}).items()}
-        self._files: dict[str, Optional["_FileAnalysis"]] = {}
+        self._files: dict[str, _FileAnalysis | None] = {}
         self.followed_classes: set[str] = set()  # the project's classes a forward was followed into
 
-    def module_file(self, module: str) -> Optional[str]:
+    def module_file(self, module: str) -> str | None:
         relative = module.replace(".", os.sep)
         for root in self.roots:
             for candidate in (os.path.join(root, relative + ".py"), os.path.join(root, relative, "__init__.py")):
@@ -432,7 +492,7 @@ class _Project:
                     return candidate
         return None
 
-    def analysis(self, path: str, package: str) -> Optional["_FileAnalysis"]:
+    def analysis(self, path: str, package: str) -> _FileAnalysis | None:
         path = os.path.abspath(path)
         if path not in self._files:
             self._files[path] = None
@@ -441,14 +501,17 @@ class _Project:
                 if text is None:
                     with open(path, encoding="utf-8") as handle:
                         text = handle.read()
-                module = package if path.endswith("__init__.py") else \
-                    ".".join(p for p in (package, os.path.splitext(os.path.basename(path))[0]) if p)
+                module = (
+                    package
+                    if path.endswith("__init__.py")
+                    else ".".join(p for p in (package, os.path.splitext(os.path.basename(path))[0]) if p)
+                )
                 self._files[path] = _FileAnalysis(path, ast.parse(text, filename=path), self, package, module)
             except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
                 pass
         return self._files[path]
 
-    def definition(self, module: str, name: str):
+    def definition(self, module: str, name: str) -> tuple[_FileAnalysis, _Definition] | None:
         """(analysis, FunctionDef | ClassDef) for `module.name` in the project, or None."""
         path = self.module_file(module)
         if path is None:
@@ -473,25 +536,28 @@ class _FileAnalysis:
         # The file's import name, for naming the classes it defines ("pkg.mod.Class").
         self.module = module or ".".join(p for p in (package, os.path.splitext(os.path.basename(path))[0]) if p)
         self.names = _collect_names(tree, package)
-        self._replayers: dict = {}
-        self._facts: dict = {}
+        self._replayers: dict[str, _Replayer] = {}
+        self._facts: dict[tuple[str | None, str | None], Facts] = {}
         # Names bound to modules that are not torch (np, math): calls on them are not tensor ops.
-        self.module_names: dict = {}
+        self.module_names: dict[str, Any] = {}
         for node in tree.body:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] not in _TORCH_ROOTS:
                         self.module_names[alias.asname or alias.name.split(".")[0]] = alias.name
 
-    def facts(self, cls: Optional[ast.ClassDef], cls_owner: Optional["_FileAnalysis"]) -> Facts:
+    def facts(self, cls: ast.ClassDef | None, cls_owner: _FileAnalysis | None) -> Facts:
         """What this file's code means, for a method of `cls` (defined in `cls_owner`) or a
         plain function (cls None)."""
         key = (cls.name if cls is not None else None, cls_owner.path if cls_owner is not None else None)
         if key not in self._facts:
-            facts = Facts(torch_path=lambda node: _torch_path(node, self.names), resolve_torch=_resolve_torch,
-                          module_names=dict(self.module_names),
-                          project_names=set(self.names.imported) | set(self.names.classes) | set(self.names.functions),
-                          functions=dict(self.names.functions))
+            facts = Facts(
+                torch_path=lambda node: _torch_path(node, self.names),
+                resolve_torch=_resolve_torch,
+                module_names=dict(self.module_names),
+                project_names=set(self.names.imported) | set(self.names.classes) | set(self.names.functions),
+                functions=dict(self.names.functions),
+            )
             if cls is not None and cls_owner is not None:
                 init = cls_owner._methods(cls).get("__init__")
                 if init is not None:
@@ -506,15 +572,15 @@ class _FileAnalysis:
             self._replayers[device] = _Replayer(self.names, device)
         return self._replayers[device]
 
-    def class_calls(self, cls: ast.ClassDef) -> list[tuple[Site, list]]:
+    def class_calls(self, cls: ast.ClassDef) -> list[tuple[Site, list[Any]]]:
         """(user site, ScriptedOps) for every torch call forward can reach, in any of the
         project's files."""
-        out: list[tuple[Site, list]] = []
+        out: list[tuple[Site, list[Any]]] = []
         for device in self.project.devices:
             self._follow_method(cls, "forward", device, out, set(), 0)
         return out
 
-    def resolve(self, node: ast.AST):
+    def resolve(self, node: ast.AST) -> tuple[_FileAnalysis, _Definition] | None:
         """What a called name refers to in the project: (analysis, FunctionDef | ClassDef)."""
         if isinstance(node, ast.Name):
             if node.id in self.names.functions:
@@ -533,24 +599,27 @@ class _FileAnalysis:
                 return self.project.definition(f"{module}.{attr}", node.attr)
         return None
 
-    def _methods(self, cls: ast.ClassDef) -> dict:
+    def _methods(self, cls: ast.ClassDef) -> dict[str, Any]:
         """Methods by name, bases first (bases defined anywhere in the project)."""
-        methods: dict = {}
+        methods: dict[str, Any] = {}
         for base in cls.bases:
             found = self.resolve(base)
-            if found is not None and isinstance(found[1], ast.ClassDef):
-                owner, base_cls = found
-                methods.update({name: (owner, fn) for name, (_, fn) in owner._methods(base_cls).items()}
-                               if owner is not self else self._methods(base_cls))
+            owner, base_cls = found if found is not None else (self, None)
+            if isinstance(base_cls, ast.ClassDef):
+                methods.update(
+                    {name: (owner, fn) for name, (_, fn) in owner._methods(base_cls).items()}
+                    if owner is not self
+                    else self._methods(base_cls)
+                )
         for node in cls.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 methods[node.name] = (self, node)
         return methods
 
-    def _submodules(self, cls: ast.ClassDef) -> dict:
+    def _submodules(self, cls: ast.ClassDef) -> dict[str, Any]:
         """`self.name = <constructor call>` in __init__: name -> [(analysis, call)], every
         branch's choice (`RMSNorm(d) if cfg.rms else LayerNorm(d)` in an if/else)."""
-        found: dict[str, list] = {}
+        found: dict[str, list[Any]] = {}
         init = self._methods(cls).get("__init__")
         if init is None:
             return found
@@ -558,12 +627,24 @@ class _FileAnalysis:
         for node in ast.walk(function):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 for target in node.targets:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                            and target.value.id == "self":
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
                         found.setdefault(target.attr, []).append((owner, node.value))
         return found
 
-    def _follow_method(self, cls, name, device, out, visited, depth, context: Context = ROOT) -> None:
+    def _follow_method(
+        self,
+        cls: ast.ClassDef,
+        name: str,
+        device: str,
+        out: list[tuple[Site, list[Any]]],
+        visited: set[Any],
+        depth: int,
+        context: Context = ROOT,
+    ) -> None:
         key = (self.path, cls.name, name, context.key())
         if key in visited or depth > _MAX_FOLLOW_DEPTH:
             return
@@ -573,7 +654,17 @@ class _FileAnalysis:
             owner, function = method
             owner._body(function, cls, self, device, out, visited, depth, context)
 
-    def _body(self, function, cls, cls_owner, device, out, visited, depth, context: Context = ROOT) -> None:
+    def _body(
+        self,
+        function: Any,
+        cls: ast.ClassDef | None,
+        cls_owner: Any,
+        device: str,
+        out: list[tuple[Site, list[Any]]],
+        visited: set[Any],
+        depth: int,
+        context: Context = ROOT,
+    ) -> None:
         """Every torch call in `function` (defined in this file), following the user's own
         callees. `cls_owner` is the analysis that defines `cls` (for `self.` lookups);
         `context` says whether the caller reached it only in training, in eval, or only
@@ -582,8 +673,12 @@ class _FileAnalysis:
         flow = Flow(function, self.facts(cls, cls_owner), context, entry=getattr(function, "name", "") == "forward")
         for node, where in flow.calls():
             func = node.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-                    and cls is not None:
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+                and cls is not None
+            ):
                 if func.attr in submodules:
                     for owner, constructor in submodules[func.attr]:
                         owner._submodule_call(node, constructor, self, device, out, visited, depth, where)
@@ -599,35 +694,57 @@ class _FileAnalysis:
                 visited.add(key)
                 owner._body(definition, None, None, device, out, visited, depth + 1, where)
                 continue
-            if isinstance(func, ast.Attribute) and _torch_path(func, self.names) is None \
-                    and flow.kinds.of(func.value, where) != TENSOR:
+            if (
+                isinstance(func, ast.Attribute)
+                and _torch_path(func, self.names) is None
+                and flow.kinds.of(func.value, where) != TENSOR
+            ):
                 continue  # `cache.values()`, `np.broadcast_to(...)`, `dist.mode()`: not a tensor's method
             ops = _in_context(self.replayer(device).call(node), where)
             if ops:
                 out.append((self._site(node), ops))
 
-    def _submodule_call(self, call, constructor, caller, device, out, visited, depth, context: Context = ROOT) -> None:
+    def _submodule_call(
+        self,
+        call: ast.Call,
+        constructor: ast.Call,
+        caller: _FileAnalysis,
+        device: str,
+        out: list[tuple[Site, list[Any]]],
+        visited: set[Any],
+        depth: int,
+        context: Context = ROOT,
+    ) -> None:
         """`self.sub(x)` in `caller`, where `self.sub = <constructor>` is written in this file."""
         found = self.resolve(constructor.func)
-        if found is not None and isinstance(found[1], ast.ClassDef):
-            owner, cls = found
+        owner, cls = found if found is not None else (self, None)
+        if isinstance(cls, ast.ClassDef):
             self.project.followed_classes.add(f"{owner.module}.{cls.name}")
             owner._follow_method(cls, "forward", device, out, visited, depth + 1, context)
             return
         scripted = self.replayer(device).submodule(constructor)
         if scripted is None:
             return
-        captured = script_ops(scripted, (device,))
+        try:
+            captured = script_ops(scripted, (device,))
+        except torchcompat.Unavailable:
+            return  # no call walk on this torch (noted): the submodule's ops stay unknown
         ops = _in_context(captured.ops, context)
         if ops:
             out.append((caller._site(call), ops))
 
     def _site(self, node: ast.Call) -> Site:
         end = node.func
-        return Site(self.path, node.lineno, node.col_offset, end.end_lineno - node.lineno + 1, end.end_col_offset)
+        return Site(
+            self.path,
+            node.lineno,
+            node.col_offset,
+            (end.end_lineno or end.lineno) - node.lineno + 1,
+            end.end_col_offset,
+        )
 
 
-def _in_context(ops: list, context: Context) -> list:
+def _in_context(ops: list[Any], context: Context) -> list[Any]:
     """The ops of one call as its place in forward allows: a training-only block keeps the
     training walk's ops, an eval-only one the eval walk's; an optional branch marks them
     conditional (information, not an error). Fast paths torch never takes on MPS go."""
@@ -643,7 +760,7 @@ def _in_context(ops: list, context: Context) -> list:
     return kept
 
 
-def static_capture(request: dict) -> dict:
+def static_capture(request: dict[str, Any]) -> dict[str, Any]:
     """Answer a `static` request: {path, module, text, classes, skip, devices, views}.
     The file is parsed, never imported."""
     path = os.path.abspath(request["path"])
@@ -669,7 +786,7 @@ def static_capture(request: dict) -> dict:
     return answer
 
 
-def _defines_forward(analysis: "_FileAnalysis", cls: ast.ClassDef) -> bool:
+def _defines_forward(analysis: _FileAnalysis, cls: ast.ClassDef) -> bool:
     """A module class: it has a forward, and no base is a torch class other than a module
     (`torch.autograd.Function` has a forward too; the import-and-build path skips it)."""
     for base in cls.bases:
@@ -680,21 +797,27 @@ def _defines_forward(analysis: "_FileAnalysis", cls: ast.ClassDef) -> bool:
     return "forward" in analysis._methods(cls)
 
 
-def static_class_from_text(path: str, text: str, module: str, qualname: str, devices: tuple, views: tuple,
-                           roots: Optional[list] = None) -> dict:
+def static_class_from_text(
+    path: str,
+    text: str,
+    module: str,
+    qualname: str,
+    devices: tuple[Any, ...],
+    views: tuple[Any, ...],
+    roots: list[Any] | None = None,
+) -> dict[str, Any]:
     """The static capture of one class (the fallback when scripting fails)."""
     tree = ast.parse(text, filename=path)
     project = _Project(roots or [os.path.dirname(path)], devices, {path: text})
     analysis = _FileAnalysis(os.path.abspath(path), tree, project, module.rpartition(".")[0], module)
     cls = analysis.names.classes.get(qualname.split(".")[-1])
     if cls is None:
-        return {"qualname": qualname, "name": qualname, "module": f"{module}.{qualname}", "status": "static",
-                "ops": []}
+        return {"qualname": qualname, "name": qualname, "module": f"{module}.{qualname}", "status": "static", "ops": []}
     return static_class(analysis, cls, module, views)
 
 
-def static_class(analysis: "_FileAnalysis", cls: ast.ClassDef, module: str, views: tuple) -> dict:
-    merged: dict[tuple, dict] = {}
+def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views: tuple[Any, ...]) -> dict[str, Any]:
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     analysis.project.followed_classes = set()
     calls = analysis.class_calls(cls)
     for site, scripted_ops in calls:
@@ -704,7 +827,11 @@ def static_class(analysis: "_FileAnalysis", cls: ast.ClassDef, module: str, view
             entry = merged.get(key)
             if entry is None:
                 entry = merged[key] = {
-                    "op": op.op, "args": {}, "phases": [], "devices": [], "conditional": True,
+                    "op": op.op,
+                    "args": {},
+                    "phases": [],
+                    "devices": [],
+                    "conditional": True,
                     "sites": [dict(s.as_json(), library=is_library_file(s.file) and s is not site) for s in sites],
                     "trees": {view: decomposed(op.op, op.known, view) for view in views},
                 }
@@ -712,5 +839,11 @@ def static_class(analysis: "_FileAnalysis", cls: ast.ClassDef, module: str, view
             for key_name, value in (("phases", "train" if op.training else "eval"), ("devices", op.device)):
                 if value not in entry[key_name]:
                     entry[key_name].append(value)
-    return {"qualname": cls.name, "name": cls.name, "module": f"{module}.{cls.name}", "status": "static",
-            "ops": list(merged.values()), "submodules": sorted(analysis.project.followed_classes)}
+    return {
+        "qualname": cls.name,
+        "name": cls.name,
+        "module": f"{module}.{cls.name}",
+        "status": "static",
+        "ops": list(merged.values()),
+        "submodules": sorted(analysis.project.followed_classes),
+    }

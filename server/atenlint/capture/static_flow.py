@@ -18,56 +18,319 @@ Reads `ast` only (no user code; torch is consulted to tell its functions from it
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Optional
+from typing import Any
 
 TENSOR, OTHER = "tensor", "other"
 
-_TENSOR_ANNOTATIONS = {"Tensor", "FloatTensor", "LongTensor", "IntTensor", "BoolTensor", "HalfTensor",
-                       "DoubleTensor", "ByteTensor", "Parameter"}
-_JAXTYPING = {"Float", "Float32", "Float16", "BFloat16", "Shaped", "Num", "Real", "Inexact", "Int", "Int64", "Int32",
-              "Integer", "Long", "UInt8", "Bool"}
-_OTHER_ANNOTATIONS = {"dict", "Dict", "list", "List", "tuple", "Tuple", "str", "int", "float", "bool", "set", "Set",
-                      "Mapping", "Sequence", "Iterable", "Callable", "Any", "ndarray", "array", "Module",
-                      "DefaultDict", "OrderedDict", "MutableMapping", "bytes", "None"}
+_TENSOR_ANNOTATIONS = {
+    "Tensor",
+    "FloatTensor",
+    "LongTensor",
+    "IntTensor",
+    "BoolTensor",
+    "HalfTensor",
+    "DoubleTensor",
+    "ByteTensor",
+    "Parameter",
+}
+_JAXTYPING = {
+    "Float",
+    "Float32",
+    "Float16",
+    "BFloat16",
+    "Shaped",
+    "Num",
+    "Real",
+    "Inexact",
+    "Int",
+    "Int64",
+    "Int32",
+    "Integer",
+    "Long",
+    "UInt8",
+    "Bool",
+}
+_OTHER_ANNOTATIONS = {
+    "dict",
+    "Dict",
+    "list",
+    "List",
+    "tuple",
+    "Tuple",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "set",
+    "Set",
+    "Mapping",
+    "Sequence",
+    "Iterable",
+    "Callable",
+    "Any",
+    "ndarray",
+    "array",
+    "Module",
+    "DefaultDict",
+    "OrderedDict",
+    "MutableMapping",
+    "bytes",
+    "None",
+}
 # Tensor methods no dict, list, str, numpy array or typical user class has: calling one
 # says the receiver is a tensor.
-_TENSOR_ONLY_METHODS = {"view", "view_as", "permute", "unsqueeze", "unsqueeze_", "contiguous", "size", "dim",
-                        "masked_fill", "masked_fill_", "expand", "expand_as", "unflatten", "type_as", "new_zeros",
-                        "new_ones", "new_empty", "new_full", "new_tensor", "softmax", "log_softmax", "bmm", "chunk",
-                        "narrow", "unfold", "repeat_interleave", "clamp", "clamp_", "masked_select", "index_select",
-                        "scatter", "scatter_", "scatter_add", "index_add", "index_fill", "detach", "requires_grad_",
-                        "numel", "element_size", "sigmoid", "tanh", "relu", "softplus", "exp", "log", "sqrt", "rsqrt",
-                        "pow", "norm", "matmul", "float", "double", "half", "long", "bool", "bfloat16", "is_contiguous",
-                        "masked_scatter", "triu", "tril", "addmm", "baddbmm", "flip", "roll", "movedim", "einsum",
-                        "gelu", "silu", "mul", "add", "sub", "div", "addcmul", "lerp", "neg", "reciprocal", "abs"}
+_TENSOR_ONLY_METHODS = {
+    "view",
+    "view_as",
+    "permute",
+    "unsqueeze",
+    "unsqueeze_",
+    "contiguous",
+    "size",
+    "dim",
+    "masked_fill",
+    "masked_fill_",
+    "expand",
+    "expand_as",
+    "unflatten",
+    "type_as",
+    "new_zeros",
+    "new_ones",
+    "new_empty",
+    "new_full",
+    "new_tensor",
+    "softmax",
+    "log_softmax",
+    "bmm",
+    "chunk",
+    "narrow",
+    "unfold",
+    "repeat_interleave",
+    "clamp",
+    "clamp_",
+    "masked_select",
+    "index_select",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "index_add",
+    "index_fill",
+    "detach",
+    "requires_grad_",
+    "numel",
+    "element_size",
+    "sigmoid",
+    "tanh",
+    "relu",
+    "softplus",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "pow",
+    "norm",
+    "matmul",
+    "float",
+    "double",
+    "half",
+    "long",
+    "bool",
+    "bfloat16",
+    "is_contiguous",
+    "masked_scatter",
+    "triu",
+    "tril",
+    "addmm",
+    "baddbmm",
+    "flip",
+    "roll",
+    "movedim",
+    "einsum",
+    "gelu",
+    "silu",
+    "mul",
+    "add",
+    "sub",
+    "div",
+    "addcmul",
+    "lerp",
+    "neg",
+    "reciprocal",
+    "abs",
+}
 # Tensor methods whose result is not one tensor.
-_NON_TENSOR_RESULTS = {"item", "tolist", "size", "dim", "numel", "numpy", "stride", "data_ptr", "element_size",
-                       "nelement", "is_contiguous", "is_floating_point", "is_complex", "get_device", "unbind", "split",
-                       "chunk", "tensor_split", "max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax",
-                       "storage", "untyped_storage", "type", "__len__", "all", "any", "equal"}
+_NON_TENSOR_RESULTS = {
+    "item",
+    "tolist",
+    "size",
+    "dim",
+    "numel",
+    "numpy",
+    "stride",
+    "data_ptr",
+    "element_size",
+    "nelement",
+    "is_contiguous",
+    "is_floating_point",
+    "is_complex",
+    "get_device",
+    "unbind",
+    "split",
+    "chunk",
+    "tensor_split",
+    "max",
+    "min",
+    "sort",
+    "topk",
+    "kthvalue",
+    "mode",
+    "median",
+    "aminmax",
+    "storage",
+    "untyped_storage",
+    "type",
+    "__len__",
+    "all",
+    "any",
+    "equal",
+}
 # "outputs: dict of tensors" documents a container, not a tensor.
 _CONTAINER_WORDS = ("dict", "list", "tuple", "sequence", "iterable", "mapping", "tensors", "array", "numpy")
 # Methods only containers have: a name calling one is not a tensor.
-_CONTAINER_METHODS = {"items", "keys", "get", "append", "extend", "update", "setdefault", "pop", "popitem",
-                      "insert", "remove", "startswith", "endswith", "join", "format", "lower", "upper"}
+_CONTAINER_METHODS = {
+    "items",
+    "keys",
+    "get",
+    "append",
+    "extend",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "insert",
+    "remove",
+    "startswith",
+    "endswith",
+    "join",
+    "format",
+    "lower",
+    "upper",
+}
 _TENSOR_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
 _OTHER_ATTRIBUTES = {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout"}
-_BUILTIN_OTHER = {"len", "int", "float", "bool", "str", "range", "list", "dict", "tuple", "set", "sorted", "zip",
-                  "enumerate", "isinstance", "hasattr", "repr", "type", "id", "map", "filter", "reversed", "iter",
-                  "frozenset", "round", "divmod", "print", "format", "open", "vars", "dir", "callable"}
+_BUILTIN_OTHER = {
+    "len",
+    "int",
+    "float",
+    "bool",
+    "str",
+    "range",
+    "list",
+    "dict",
+    "tuple",
+    "set",
+    "sorted",
+    "zip",
+    "enumerate",
+    "isinstance",
+    "hasattr",
+    "repr",
+    "type",
+    "id",
+    "map",
+    "filter",
+    "reversed",
+    "iter",
+    "frozenset",
+    "round",
+    "divmod",
+    "print",
+    "format",
+    "open",
+    "vars",
+    "dir",
+    "callable",
+}
 # Torch functions that do not return one tensor.
-_TORCH_NON_TENSOR = {"is_tensor", "is_floating_point", "is_complex", "numel", "split", "chunk", "unbind", "meshgrid",
-                     "broadcast_tensors", "broadcast_shapes", "Size", "device", "dtype", "get_default_dtype",
-                     "is_grad_enabled", "no_grad", "enable_grad", "tensor_split", "sort", "topk", "max", "min",
-                     "std_mean", "var_mean", "lu", "qr", "svd", "eig", "slogdet", "histogram", "unique_consecutive",
-                     "is_nonzero", "result_type", "promote_types", "can_cast", "finfo", "iinfo", "jit", "compile",
-                     "manual_seed", "set_grad_enabled", "inference_mode", "autocast", "load", "save"}
-_NUMPY_ROOTS = {"numpy", "np", "math", "random", "cv2", "PIL", "scipy", "pandas", "json", "os", "re", "sys",
-                "collections", "itertools", "functools"}
+_TORCH_NON_TENSOR = {
+    "is_tensor",
+    "is_floating_point",
+    "is_complex",
+    "numel",
+    "split",
+    "chunk",
+    "unbind",
+    "meshgrid",
+    "broadcast_tensors",
+    "broadcast_shapes",
+    "Size",
+    "device",
+    "dtype",
+    "get_default_dtype",
+    "is_grad_enabled",
+    "no_grad",
+    "enable_grad",
+    "tensor_split",
+    "sort",
+    "topk",
+    "max",
+    "min",
+    "std_mean",
+    "var_mean",
+    "lu",
+    "qr",
+    "svd",
+    "eig",
+    "slogdet",
+    "histogram",
+    "unique_consecutive",
+    "is_nonzero",
+    "result_type",
+    "promote_types",
+    "can_cast",
+    "finfo",
+    "iinfo",
+    "jit",
+    "compile",
+    "manual_seed",
+    "set_grad_enabled",
+    "inference_mode",
+    "autocast",
+    "load",
+    "save",
+}
+_NUMPY_ROOTS = {
+    "numpy",
+    "np",
+    "math",
+    "random",
+    "cv2",
+    "PIL",
+    "scipy",
+    "pandas",
+    "json",
+    "os",
+    "re",
+    "sys",
+    "collections",
+    "itertools",
+    "functools",
+}
 # Torch layers whose call does not return one tensor.
-_TUPLE_LAYERS = {"LSTM", "GRU", "RNN", "LSTMCell", "MultiheadAttention", "ModuleList", "ModuleDict", "Sequential",
-                 "ParameterList", "ParameterDict"}
+_TUPLE_LAYERS = {
+    "LSTM",
+    "GRU",
+    "RNN",
+    "LSTMCell",
+    "MultiheadAttention",
+    "ModuleList",
+    "ModuleDict",
+    "Sequential",
+    "ParameterList",
+    "ParameterDict",
+}
 
 _UNKNOWN = object()
 
@@ -76,15 +339,15 @@ _UNKNOWN = object()
 class Context:
     """Where in forward a call sits."""
 
-    training: Optional[bool] = None  # True: reached only in training; False: only in eval
+    training: bool | None = None  # True: reached only in training; False: only in eval
     optional: bool = False  # only when an optional argument is given (information)
-    narrowed: tuple = ()  # ((name, kind), ...) from an enclosing isinstance test
+    narrowed: tuple[tuple[str, str | None], ...] = ()  # ((name, kind), ...) from an enclosing isinstance test
 
-    def narrow(self, name: str, kind: Optional[str]) -> "Context":
+    def narrow(self, name: str, kind: str | None) -> Context:
         rest = tuple(item for item in self.narrowed if item[0] != name)
         return replace(self, narrowed=rest + ((name, kind),))
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         return (self.training, self.optional)
 
 
@@ -98,18 +361,20 @@ class Facts:
 
     torch_path: Any  # callable(node) -> dotted torch path or None
     resolve_torch: Any  # callable(path) -> torch object or None
-    module_names: dict = field(default_factory=dict)  # local name -> non-torch module it is bound to (np -> numpy)
-    project_names: set = field(default_factory=set)  # the project's classes and functions imported here
-    functions: dict = field(default_factory=dict)  # module-level FunctionDefs (`exists`, `default`)
-    attributes: dict = field(default_factory=dict)  # self.<name> -> kind, from __init__
-    layers: dict = field(default_factory=dict)  # self.<name> -> torch layer class name
+    module_names: dict[str, Any] = field(
+        default_factory=dict
+    )  # local name -> non-torch module it is bound to (np -> numpy)
+    project_names: set[Any] = field(default_factory=set)  # the project's classes and functions imported here
+    functions: dict[str, Any] = field(default_factory=dict)  # module-level FunctionDefs (`exists`, `default`)
+    attributes: dict[str, Any] = field(default_factory=dict)  # self.<name> -> kind, from __init__
+    layers: dict[str, Any] = field(default_factory=dict)  # self.<name> -> torch layer class name
 
 
 # ---------------------------------------------------------------------------
 # Kinds of names
 
 
-def annotation_kind(annotation: Optional[ast.AST]) -> Optional[str]:
+def annotation_kind(annotation: ast.AST | None) -> str | None:
     if annotation is None:
         return None
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
@@ -136,13 +401,16 @@ def annotation_kind(annotation: Optional[ast.AST]) -> Optional[str]:
             return kinds.pop() if len(kinds) == 1 else None
         return OTHER  # Dict[...], List[...], Tuple[...]
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):  # `Tensor | None`
-        kinds = {annotation_kind(side) for side in (annotation.left, annotation.right)
-                 if not (isinstance(side, ast.Constant) and side.value is None)}
+        kinds = {
+            annotation_kind(side)
+            for side in (annotation.left, annotation.right)
+            if not (isinstance(side, ast.Constant) and side.value is None)
+        }
         return kinds.pop() if len(kinds) == 1 else None
     return None
 
 
-def documented_tensors(function: ast.FunctionDef) -> set:
+def documented_tensors(function: ast.FunctionDef) -> set[Any]:
     """Parameters a docstring calls tensors: `x (Tensor): ...`, `x: torch.Tensor of shape ...`,
     `:param x: ... tensor` / `:type x: Tensor`."""
     doc = ast.get_docstring(function) or ""
@@ -153,10 +421,11 @@ def documented_tensors(function: ast.FunctionDef) -> set:
         for name in names:
             if not stripped.startswith(name):
                 continue
-            rest = stripped[len(name):].lstrip("`* ")
+            rest = stripped[len(name) :].lstrip("`* ")
             head = rest[:60].lower()
-            described = head.split(")")[0] if rest.startswith("(") else head.split(".")[0] if rest.startswith(":") \
-                else ""
+            described = (
+                head.split(")")[0] if rest.startswith("(") else head.split(".")[0] if rest.startswith(":") else ""
+            )
             if "tensor" in described and not any(word in described for word in _CONTAINER_WORDS):
                 found.add(name)
         if stripped.startswith(":type ") and "tensor" in stripped.lower():
@@ -170,9 +439,9 @@ class Kinds:
 
     def __init__(self, function: ast.AST, facts: Facts):
         self.facts = facts
-        self.names: dict[str, Optional[str]] = {}
+        self.names: dict[str, str | None] = {}
         arguments = getattr(function, "args", None)
-        votes: dict[str, set] = {}
+        votes: dict[str, set[Any]] = {}
         if arguments is not None:
             documented = documented_tensors(function) if isinstance(function, ast.FunctionDef) else set()
             for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
@@ -200,7 +469,7 @@ class Kinds:
                 round_votes.setdefault(name, set()).add(OTHER)
             self.names = _resolve(round_votes)
 
-    def _bind(self, node: ast.AST, votes: dict) -> None:
+    def _bind(self, node: ast.AST, votes: dict[str, Any]) -> None:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
@@ -221,12 +490,16 @@ class Kinds:
                     for item in target.elts:
                         if isinstance(item, ast.Name) and element is not None:
                             votes.setdefault(item.id, set()).add(element)
-        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
-            if isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) \
-                    and node.iter.func.id == "range":
-                votes.setdefault(node.target.id, set()).add(OTHER)
+        elif (
+            isinstance(node, (ast.For, ast.comprehension))
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Name)
+            and node.iter.func.id == "range"
+        ):
+            votes.setdefault(node.target.id, set()).add(OTHER)
 
-    def _unpacked(self, value: ast.AST) -> Optional[str]:
+    def _unpacked(self, value: ast.AST) -> str | None:
         """The kind of each name in `a, b = value`."""
         if isinstance(value, ast.Attribute) and value.attr == "shape":
             return OTHER
@@ -244,14 +517,17 @@ class Kinds:
             return kinds.pop() if len(kinds) == 1 else None
         return None
 
-    def _evidence(self, body: list) -> set:
+    def _evidence(self, body: list[Any]) -> set[Any]:
         """Names used the way only tensors are."""
         found = set()
         for node in _walk_body(body):
             if isinstance(node, ast.Call):
                 func = node.func
-                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                        and func.attr in _TENSOR_ONLY_METHODS:
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.attr in _TENSOR_ONLY_METHODS
+                ):
                     found.add(func.value.id)
                 path = self.facts.torch_path(func)
                 if path is not None and _takes_tensors(path, self.facts):
@@ -268,24 +544,38 @@ class Kinds:
                         found.add(side.id)
         return {name for name in found if self.names.get(name) != OTHER}
 
-    def of(self, node: ast.AST, context: Context = ROOT) -> Optional[str]:
+    def of(self, node: ast.AST, context: Context = ROOT) -> str | None:
         """TENSOR, OTHER, or None (unsure) for an expression."""
         if isinstance(node, ast.Name):
             for name, kind in context.narrowed:
                 if name == node.id:
                     return kind
             if node.id in self.names:
-                return self.names[node.id]
+                known: str | None = self.names[node.id]
+                return known
             if node.id in self.facts.module_names or node.id in self.facts.project_names:
                 return OTHER
             if self.facts.torch_path(node) is not None:
                 return OTHER  # torch itself, F, nn: a module, not a tensor
             return None
-        if isinstance(node, (ast.Constant, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp,
-                             ast.JoinedStr, ast.GeneratorExp, ast.Lambda, ast.Compare)):
+        if isinstance(
+            node,
+            (
+                ast.Constant,
+                ast.List,
+                ast.Dict,
+                ast.Set,
+                ast.ListComp,
+                ast.DictComp,
+                ast.SetComp,
+                ast.JoinedStr,
+                ast.GeneratorExp,
+                ast.Lambda,
+                ast.Compare,
+            ),
+        ):
             if isinstance(node, ast.Compare):
-                return TENSOR if any(self.of(s, context) == TENSOR for s in [node.left] + node.comparators) \
-                    else None
+                return TENSOR if any(self.of(s, context) == TENSOR for s in [node.left] + node.comparators) else None
             return OTHER
         if isinstance(node, ast.Tuple):
             return OTHER
@@ -317,7 +607,7 @@ class Kinds:
             return self._call(node, context)
         return None
 
-    def _call(self, node: ast.Call, context: Context) -> Optional[str]:
+    def _call(self, node: ast.Call, context: Context) -> str | None:
         func = node.func
         path = self.facts.torch_path(func)
         if path is not None:
@@ -345,20 +635,28 @@ class Kinds:
         return None
 
 
-def _container_evidence(body: list) -> set:
+def _container_evidence(body: list[Any]) -> set[Any]:
     """Names used the way only dicts, lists and strings are: `.items()`, `x["key"]`."""
     found = set()
     for node in _walk_body(body):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.attr in _CONTAINER_METHODS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.attr in _CONTAINER_METHODS
+        ):
             found.add(node.func.value.id)
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
-                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
             found.add(node.value.id)
     return found
 
 
-def _resolve(votes: dict) -> dict:
+def _resolve(votes: dict[str, Any]) -> dict[str, Any]:
     """One kind per name where every piece of evidence agrees; unsure (None) otherwise."""
     return {name: (next(iter(kinds)) if len(kinds) == 1 else None) for name, kinds in votes.items()}
 
@@ -371,13 +669,21 @@ def _takes_tensors(path: str, facts: Facts) -> bool:
     last = path.split(".")[-1]
     if ".functional." in path or path.startswith("torch.nn.functional"):
         return True
-    if last.endswith("_like") or last in ("cat", "stack", "concat", "concatenate", "hstack", "vstack", "where",
-                                            "einsum"):
+    if last.endswith("_like") or last in (
+        "cat",
+        "stack",
+        "concat",
+        "concatenate",
+        "hstack",
+        "vstack",
+        "where",
+        "einsum",
+    ):
         return True
     return hasattr(torch.Tensor, last) and last not in ("zero_", "new_zeros", "new_ones", "new_empty")
 
 
-def _names_in_first(node: ast.AST) -> list:
+def _names_in_first(node: ast.AST) -> list[Any]:
     if isinstance(node, ast.Name):
         return [node.id]
     if isinstance(node, (ast.List, ast.Tuple)):
@@ -394,26 +700,26 @@ def _is_tensor_class(cls: type) -> bool:
         return False
 
 
-def _root_name(node: ast.AST) -> Optional[str]:
+def _root_name(node: ast.AST) -> str | None:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _self_attribute(func: ast.AST) -> Optional[str]:
+def _self_attribute(func: ast.AST) -> str | None:
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         return func.attr
     return None
 
 
-def _walk_body(body: list) -> Iterator[ast.AST]:
+def _walk_body(body: list[Any]) -> Iterator[ast.AST]:
     for statement in body:
         yield from ast.walk(statement)
 
 
-def class_attributes(init: Optional[ast.FunctionDef], facts: Facts) -> tuple[dict, dict]:
+def class_attributes(init: ast.FunctionDef | None, facts: Facts) -> tuple[dict[str, Any], dict[str, Any]]:
     """From __init__: self.<name> -> TENSOR/OTHER, and self.<name> -> torch layer class name."""
-    kinds: dict[str, set] = {}
+    kinds: dict[str, set[Any]] = {}
     layers: dict[str, str] = {}
     if init is None:
         return {}, {}
@@ -433,14 +739,24 @@ def class_attributes(init: Optional[ast.FunctionDef], facts: Facts) -> tuple[dic
                         kinds.setdefault(name, set()).add(OTHER)
                         continue
                 kind = local.of(value)
-                if kind is None and isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
-                        and value.func.id in facts.project_names and value.func.id[:1].isupper():
+                if (
+                    kind is None
+                    and isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Name)
+                    and value.func.id in facts.project_names
+                    and value.func.id[:1].isupper()
+                ):
                     kind = OTHER  # an instance of one of the project's classes
                 if kind is not None:
                     kinds.setdefault(name, set()).add(kind)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in ("register_buffer", "register_parameter") \
-                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("register_buffer", "register_parameter")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             kinds.setdefault(node.args[0].value, set()).add(TENSOR)
     return {name: values.pop() for name, values in kinds.items() if len(values) == 1}, layers
 
@@ -456,11 +772,11 @@ class Flow:
         self.facts = facts
         self.kinds = Kinds(function, facts)
         # forward's defaulted parameters: the default path is what inference runs.
-        self.defaults: dict = {}
+        self.defaults: dict[str, Any] = {}
         arguments = getattr(function, "args", None)
         if entry and arguments is not None:
             positional = arguments.posonlyargs + arguments.args
-            for argument, default in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
+            for argument, default in zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults):
                 self.defaults[argument.arg] = _constant(default)
             for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
                 if default is not None:
@@ -475,7 +791,10 @@ class Flow:
         else:  # a lambda
             yield from self._expression(body, self.context)
 
-    def _block(self, statements: list, context: Context, values: dict) -> Iterator[tuple[ast.Call, Context]]:
+    def _block(
+        self, statements: list[Any], start: Context, values: dict[str, Any]
+    ) -> Iterator[tuple[ast.Call, Context]]:
+        context: Context | None = start
         for statement in statements:
             if context is None:
                 return  # unreachable in every mode
@@ -498,8 +817,11 @@ class Flow:
                 inner = statement.body
                 yield from self._block(inner, context, dict(values))
                 continue
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                    and isinstance(statement.targets[0], ast.Name):
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
                 # `return_loss = exists(labels)`: a local that follows an optional argument.
                 name = statement.targets[0].id
                 value = self._value(statement.value, values, None)
@@ -513,7 +835,7 @@ class Flow:
                 if child_block:
                     yield from self._block(child_block, context, dict(values))
 
-    def _expression(self, node: Optional[ast.AST], context: Context) -> Iterator[tuple[ast.Call, Context]]:
+    def _expression(self, node: ast.AST | None, context: Context) -> Iterator[tuple[ast.Call, Context]]:
         if node is None:
             return
         if isinstance(node, ast.IfExp):
@@ -533,7 +855,9 @@ class Flow:
                 else:
                     yield from self._expression(child, context)
 
-    def _branches(self, test: ast.AST, context: Context, values: dict) -> tuple[Optional[Context], Optional[Context]]:
+    def _branches(
+        self, test: ast.AST, context: Context, values: dict[str, Any]
+    ) -> tuple[Context | None, Context | None]:
         """The contexts of the if-body and the else-branch (None: never runs)."""
         in_eval = self._value(test, values, False, defaults=False)
         in_train = self._value(test, values, True, defaults=False)
@@ -552,11 +876,11 @@ class Flow:
             body = body.narrow(name, self._class_kind(classes))
         return body, orelse
 
-    def _mentions_optional(self, test: ast.AST, values: dict) -> bool:
+    def _mentions_optional(self, test: ast.AST, values: dict[str, Any]) -> bool:
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
         return bool(names & (set(self.defaults) | set(values)))
 
-    def _class_kind(self, classes: ast.AST) -> Optional[str]:
+    def _class_kind(self, classes: ast.AST) -> str | None:
         items = classes.elts if isinstance(classes, ast.Tuple) else [classes]
         kinds = set()
         for item in items:
@@ -568,7 +892,7 @@ class Flow:
                 kinds.add(OTHER)
         return kinds.pop() if len(kinds) == 1 else None
 
-    def _value(self, node: ast.AST, values: dict, training: Optional[bool], defaults: bool = True) -> Any:
+    def _value(self, node: ast.AST, values: dict[str, Any], training: bool | None, defaults: bool = True) -> Any:
         """The value of a test when `self.training` is `training` and optional arguments
         keep their defaults (`defaults=False`: they are unknown); _UNKNOWN when unsure."""
         if isinstance(node, ast.Constant):
@@ -626,12 +950,12 @@ def _may_be(value: Any, truth: bool) -> bool:
         return True
 
 
-def _with_modes(context: Optional[Context], in_eval: bool, in_train: bool) -> Optional[Context]:
+def _with_modes(context: Context | None, in_eval: bool, in_train: bool) -> Context | None:
     if context is None or not (in_eval or in_train):
         return None
     if in_eval and in_train:
         return context
-    mode = True if in_train else False
+    mode = bool(in_train)
     if context.training is not None and context.training != mode:
         return None
     return replace(context, training=mode)
@@ -650,29 +974,40 @@ def _is_not_none_helper(function: ast.FunctionDef) -> bool:
     if len(body) != 1 or not isinstance(body[0], ast.Return) or len(function.args.args) != 1:
         return False
     value = body[0].value
-    return isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], ast.IsNot) \
-        and isinstance(value.left, ast.Name) and value.left.id == function.args.args[0].arg \
-        and isinstance(value.comparators[0], ast.Constant) and value.comparators[0].value is None
+    return (
+        isinstance(value, ast.Compare)
+        and len(value.ops) == 1
+        and isinstance(value.ops[0], ast.IsNot)
+        and isinstance(value.left, ast.Name)
+        and value.left.id == function.args.args[0].arg
+        and isinstance(value.comparators[0], ast.Constant)
+        and value.comparators[0].value is None
+    )
 
 
-def _isinstance_test(test: ast.AST) -> Optional[tuple[str, ast.AST]]:
+def _isinstance_test(test: ast.AST) -> tuple[str, ast.AST] | None:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         for value in test.values:
             found = _isinstance_test(value)
             if found is not None:
                 return found
         return None
-    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" \
-            and len(test.args) == 2 and isinstance(test.args[0], ast.Name):
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+    ):
         return test.args[0].id, test.args[1]
     return None
 
 
-def _exits(block: list) -> bool:
+def _exits(block: list[Any]) -> bool:
     return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
 
 
-def _parts(statement: ast.stmt) -> list[tuple[list, list]]:
+def _parts(statement: ast.stmt) -> list[tuple[list[Any], list[Any]]]:
     """(nested statements, expressions) of a statement other than `if`, in order."""
     if isinstance(statement, (ast.For, ast.AsyncFor)):
         return [([], [statement.iter]), (statement.body, []), (statement.orelse, [])]
@@ -681,10 +1016,11 @@ def _parts(statement: ast.stmt) -> list[tuple[list, list]]:
     if isinstance(statement, (ast.With, ast.AsyncWith)):
         return [([], [item.context_expr for item in statement.items]), (statement.body, [])]
     if isinstance(statement, ast.Try) or type(statement).__name__ == "TryStar":
-        parts = [(statement.body, [])]
-        parts += [(handler.body, [handler.type] if handler.type else []) for handler in statement.handlers]
-        return parts + [(statement.orelse, []), (statement.finalbody, [])]
+        tried: Any = statement  # ast.Try, or ast.TryStar (3.11+) of the same fields
+        parts: list[tuple[list[Any], list[Any]]] = [(tried.body, [])]
+        parts += [(handler.body, [handler.type] if handler.type else []) for handler in tried.handlers]
+        return parts + [(tried.orelse, []), (tried.finalbody, [])]
     if type(statement).__name__ == "Match":
-        return [([], [statement.subject])] + [(case.body, [case.guard] if case.guard else [])
-                                              for case in statement.cases]
+        match: Any = statement  # ast.Match (3.10+)
+        return [([], [match.subject])] + [(case.body, [case.guard] if case.guard else []) for case in match.cases]
     return [([], [child for child in ast.iter_child_nodes(statement) if isinstance(child, ast.expr)])]

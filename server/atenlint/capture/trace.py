@@ -18,49 +18,69 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, ClassVar
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from .. import torchcompat
+from ..torchcompat import TorchDispatchMode
 from .decompose import canonical_name, dispatch_expanding
+from .device_composites import kept_composite
 from .paths import is_library_file
 from .script import Site
 
 _ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # torch's own dispatch plumbing: never "where the op is called".
-_PLUMBING = tuple(os.path.join(_TORCH_DIR, p) for p in (
-    "_ops.py", "utils/_python_dispatch.py", "_compile.py", "_subclasses/", "fx/", "_prims_common/", "_refs/",
-    "_decomp/", "_meta_registrations.py", "_tensor.py", "overrides.py", "utils/_contextlib.py",
-    "nn/modules/module.py", "_jit_internal.py", "_dynamo/", "utils/_stats.py", "_library/"))
+_PLUMBING = tuple(
+    os.path.join(_TORCH_DIR, p)
+    for p in (
+        "_ops.py",
+        "utils/_python_dispatch.py",
+        "_compile.py",
+        "_subclasses/",
+        "fx/",
+        "_prims_common/",
+        "_refs/",
+        "_decomp/",
+        "_meta_registrations.py",
+        "_tensor.py",
+        "overrides.py",
+        "utils/_contextlib.py",
+        "nn/modules/module.py",
+        "_jit_internal.py",
+        "_dynamo/",
+        "utils/_stats.py",
+        "_library/",
+    )
+)
 _LIFTS = {torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.lift.default}
 
 
 class TraceFailure(Exception):
-    def __init__(self, message: str, site: Optional[Site]):
+    def __init__(self, message: str, site: Site | None):
         super().__init__(message)
         self.message = message
         self.site = site
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"message": self.message, "site": self.site.as_json() if self.site else None}
 
 
 @dataclass
 class TracedOp:
     op: str
-    sites: tuple  # Site, outermost first
+    sites: tuple[Any, ...]  # Site, outermost first
     training: bool
-    dispatch: dict  # call tree as the backend dispatcher sees it
-    dtypes_in: list = field(default_factory=list)
-    dtypes_out: list = field(default_factory=list)
+    dispatch: dict[str, Any]  # call tree as the backend dispatcher sees it
+    dtypes_in: list[Any] = field(default_factory=list)
+    dtypes_out: list[Any] = field(default_factory=list)
     max_dim: int = 0
     guessed: bool = False  # runs after a tensor value the trace had to guess (`.item()`)
     complex_unsupported: bool = False  # complex tensors in an op whose MPS kernel lacks them (OpInfo data)
     float64_origin: bool = False  # makes a float64 tensor from no float64 input
     float64_first_use: bool = False  # first use of a float64 tensor made outside forward (weights, inputs)
-    arg_shapes: dict = field(default_factory=dict)  # schema argument name -> concrete shape (fix conditions)
+    arg_shapes: dict[str, Any] = field(default_factory=dict)  # schema argument name -> concrete shape (fix conditions)
 
 
 def _frame_site(frame: Any) -> Site:
@@ -76,7 +96,7 @@ def _frame_site(frame: Any) -> Site:
     return Site(code.co_filename, frame.f_lineno, -1, 1, None)
 
 
-def _call_sites(start: Any, stop_code: Any) -> tuple:
+def _call_sites(start: Any, stop_code: Any) -> tuple[Any, ...]:
     """The frames from the user's forward down to the op, as sites (outermost first):
     the user's own frames and the library frames that lead to the op."""
     sites = []
@@ -89,22 +109,22 @@ def _call_sites(start: Any, stop_code: Any) -> tuple:
     return tuple(reversed(sites))
 
 
-class _TraceRecorder(TorchDispatchMode):
+class _TraceRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
     """Records every op that reaches a backend, with its call tree (composites expanded as
     their kernels do), dtypes and the source sites leading to it."""
 
     def __init__(self, stop_code: Any, training: bool):
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
         self.stop_code = stop_code
         self.training = training
         self.found: list[TracedOp] = []
-        self._open: list[list] = []
+        self._open: list[list[Any]] = []
         self.guessed = False
         # Tensors the recorded ops made, kept alive so ids stay unique while we trace.
         self._made: dict[int, torch.Tensor] = {}
         self._reported: set[int] = set()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if func.namespace == "prim":  # metadata queries (prim::device), not operators
             return func(*args, **kwargs)
@@ -113,7 +133,7 @@ class _TraceRecorder(TorchDispatchMode):
         if func is torch.ops.aten._local_scalar_dense.default:
             return self._guess_scalar(args[0])
         sites = _call_sites(sys._getframe(1), self.stop_code)
-        roots: list = []
+        roots: list[Any] = []
         result = self._expand(func, args, kwargs, roots)
         tensors_in = [a for a in _flatten((args, kwargs)) if isinstance(a, torch.Tensor)]
         tensors_out = [a for a in _flatten(result) if isinstance(a, torch.Tensor)]
@@ -124,25 +144,35 @@ class _TraceRecorder(TorchDispatchMode):
         self._reported.update(id(t) for t in outside)
         made_before = self._made_before(tensors_in)
         self._made.update((id(t), t) for t in tensors_out)
-        self.found.append(TracedOp(
-            op=canonical_name(func), sites=sites, training=self.training, dispatch=roots[0],
-            dtypes_in=sorted({str(t.dtype) for t in tensors_in}), dtypes_out=sorted({str(t.dtype) for t in tensors_out}),
-            max_dim=_new_rank(tensors_in, tensors_out, made_before), guessed=self.guessed,
-            float64_origin=origin, float64_first_use=bool(outside) and not origin,
-            complex_unsupported=_complex_unsupported(func, tensors_in), arg_shapes=_arg_shapes(func, args)))
+        self.found.append(
+            TracedOp(
+                op=canonical_name(func),
+                sites=sites,
+                training=self.training,
+                dispatch=roots[0],
+                dtypes_in=sorted({str(t.dtype) for t in tensors_in}),
+                dtypes_out=sorted({str(t.dtype) for t in tensors_out}),
+                max_dim=_new_rank(tensors_in, tensors_out, made_before),
+                guessed=self.guessed,
+                float64_origin=origin,
+                float64_first_use=bool(outside) and not origin,
+                complex_unsupported=_complex_unsupported(func, tensors_in),
+                arg_shapes=_arg_shapes(func, args),
+            )
+        )
         return result
 
-    def _expand(self, func, args, kwargs, into: list):
+    def _expand(self, func: Any, args: Any, kwargs: Any, into: list[Any]) -> Any:
         self._open.append(into)
         try:
             return dispatch_expanding(self, func, args, kwargs, self._open)
         finally:
             self._open.pop()
 
-    def _made_before(self, tensors: list) -> set:
+    def _made_before(self, tensors: list[Any]) -> set[Any]:
         return {id(t) for t in tensors if id(t) in self._made}
 
-    def _guess_scalar(self, tensor: torch.Tensor):
+    def _guess_scalar(self, tensor: torch.Tensor) -> Any:
         """A Python number read from a tensor cannot be known without data: go on with a
         plausible one, and mark what follows as depending on it."""
         self.guessed = True
@@ -157,30 +187,44 @@ class _ConstantWatcher(torch.overrides.TorchFunctionMode):
     """`torch.tensor(data, dtype=torch.float64)` makes its tensor without dispatching an op
     when the default device is meta; watch those constructors at the Python level."""
 
-    _CONSTRUCTORS = {torch.tensor, torch.as_tensor, torch.asarray}
+    _CONSTRUCTORS: ClassVar[frozenset[Any]] = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 
     def __init__(self, recorder: _TraceRecorder):
         super().__init__()
         self.recorder = recorder
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        before = len(self.recorder.found)
         result = func(*args, **(kwargs or {}))
+        kept = kept_composite(func)
+        if kept is not None:
+            # `torch.linalg.svd`: a composite MPS runs whole (device_composites.py); the
+            # trace saw only what it decomposes into on meta, so record the call itself.
+            for traced in self.recorder.found[before:]:
+                traced.op, traced.dispatch = kept, {"op": kept, "calls": [traced.dispatch]}
         if func in self._CONSTRUCTORS and isinstance(result, torch.Tensor) and result.dtype == torch.float64:
             recorder = self.recorder
             recorder._made[id(result)] = result
-            recorder.found.append(TracedOp(
-                op="aten::lift_fresh", sites=_call_sites(sys._getframe(1), recorder.stop_code),
-                training=recorder.training, dispatch={"op": "aten::lift_fresh", "calls": None},
-                dtypes_out=[str(result.dtype)],
-                max_dim=result.dim(), guessed=recorder.guessed, float64_origin=True))
+            recorder.found.append(
+                TracedOp(
+                    op="aten::lift_fresh",
+                    sites=_call_sites(sys._getframe(1), recorder.stop_code),
+                    training=recorder.training,
+                    dispatch={"op": "aten::lift_fresh", "calls": None},
+                    dtypes_out=[str(result.dtype)],
+                    max_dim=result.dim(),
+                    guessed=recorder.guessed,
+                    float64_origin=True,
+                )
+            )
         return result
 
 
-def _arg_shapes(func: Any, args: tuple) -> dict:
+def _arg_shapes(func: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     """Concrete shapes of the tensor arguments by schema name; symbolic sizes (from
     data-dependent ops) are left out."""
     out = {}
-    for argument, value in zip(func._schema.arguments, args):
+    for argument, value in zip(torchcompat.op_schema(func).arguments, args):
         if isinstance(value, torch.Tensor):
             try:
                 out[argument.name] = [int(size) for size in value.shape]
@@ -189,7 +233,7 @@ def _arg_shapes(func: Any, args: tuple) -> dict:
     return out
 
 
-def _new_rank(tensors_in: list, tensors_out: list, made_before: set) -> int:
+def _new_rank(tensors_in: list[Any], tensors_out: list[Any], made_before: set[Any]) -> int:
     """The largest rank this op is responsible for: of the tensors it makes, and of inputs
     that came from outside forward. A tensor that was already too large when an earlier
     op made it is that op's finding, not every later one's."""
@@ -199,10 +243,10 @@ def _new_rank(tensors_in: list, tensors_out: list, made_before: set) -> int:
     return new if new > inherited else 0
 
 
-_MPS_DTYPES: Optional[dict] = None
+_MPS_DTYPES: dict[str, Any] | None = None
 
 
-def _complex_unsupported(func: Any, tensors: list) -> bool:
+def _complex_unsupported(func: Any, tensors: list[Any]) -> bool:
     """Complex tensors in an op whose MPS kernel does not take them, per the wheel's OpInfo
     database (`dtypesIfMPS`); unknown (False) when that database cannot be loaded."""
     complex_dtypes = {t.dtype for t in tensors if t.dtype.is_complex}
@@ -213,24 +257,15 @@ def _complex_unsupported(func: Any, tensors: list) -> bool:
     return supported is not None and not complex_dtypes <= supported
 
 
-def _mps_dtype_table() -> dict:
+def _mps_dtype_table() -> dict[str, Any]:
     global _MPS_DTYPES
     if _MPS_DTYPES is None:
-        _MPS_DTYPES = {}
-        try:  # needs numpy and expecttest; without them the rule stays silent
-            from torch.testing._internal.common_methods_invocations import op_db
-        except Exception:  # noqa: BLE001
-            return _MPS_DTYPES
-        for opinfo in op_db:
-            if opinfo.variant_test_name or getattr(opinfo, "dtypesIfMPS", None) is None:
-                continue
-            name = torch.jit._builtins._find_builtin(opinfo.op) if callable(opinfo.op) else None
-            if name:
-                _MPS_DTYPES.setdefault(name.split(".")[0], set()).update(opinfo.supported_dtypes("mps"))
+        # Needs numpy and expecttest; without them the rule stays silent (noted by torchcompat).
+        _MPS_DTYPES = dict(torchcompat.opinfo_mps_dtypes())
     return _MPS_DTYPES
 
 
-def _flatten(value: Any) -> list:
+def _flatten(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         out = []
         for item in value:
@@ -241,11 +276,8 @@ def _flatten(value: Any) -> list:
     return [value]
 
 
-def _fake_mode():
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+def _fake_mode() -> Any:
+    return torchcompat.fake_tensor_mode(allow_non_fake_inputs=True)  # Unavailable: the trace fails, scripting runs
 
 
 def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], list[str]]:
@@ -261,7 +293,7 @@ def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], l
     keywords = dict(getattr(inputs, "kwargs", None) or {})  # building.CallArguments: forward(*args, **kwargs)
     found: list[TracedOp] = []
     notes: list[str] = []
-    failure: Optional[TraceFailure] = None
+    failure: TraceFailure | None = None
     for training in (True, False):
         instance.train(training)
         recorder = _TraceRecorder(_run.__code__, training)
@@ -273,8 +305,10 @@ def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], l
             phase = "training" if training else "eval"
             problem = TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error))
             if recorder.guessed and recorder.found:
-                notes.append(f"the {phase} trace stopped after a value read from a tensor (`.item()`), which "
-                             f"fake tensors cannot know ({problem.message}); what ran before it was kept")
+                notes.append(
+                    f"the {phase} trace stopped after a value read from a tensor (`.item()`), which "
+                    f"fake tensors cannot know ({problem.message}); what ran before it was kept"
+                )
             else:
                 notes.append(f"the {phase} trace failed: {problem.message}")
                 failure = failure or problem
@@ -286,7 +320,7 @@ def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], l
     return found, notes
 
 
-def _run(instance, arguments, recorder, keywords=None):
+def _run(instance: Any, arguments: Any, recorder: Any, keywords: Any = None) -> None:
     # Weights and inputs live on meta; so must tensors forward makes without a device
     # (`torch.arange(n)`), or every mix with them fails. Meta is also what keeps CPU/CUDA-
     # only fast paths (MultiheadAttention's) off, as on the targets' devices.
@@ -299,7 +333,7 @@ def _first_line(error: BaseException) -> str:
     return (text[0][:300] if text else "") or type(error).__name__
 
 
-def _user_site_of(error: BaseException) -> Optional[Site]:
+def _user_site_of(error: BaseException) -> Site | None:
     import traceback
 
     for frame in reversed(traceback.extract_tb(error.__traceback__)):

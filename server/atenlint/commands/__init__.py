@@ -5,6 +5,6 @@ Commands parse arguments and print; the work happens in the analysis core.
 
 from __future__ import annotations
 
-from . import check, serve, targets, ops, report
+from . import check, ops, report, serve, targets
 
 COMMANDS = [check, serve, targets, ops, report]

@@ -7,61 +7,110 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
+from ..baseline import Baseline, BaselineError, new_findings, read_baseline, write_baseline
 from ..config import KNOWN_TARGETS, ConfigError, SettingsResolver, parse_targets
-from ..engine import Engine
-from ..fixes.apply import fix_summary, fix_until_clean
-from ..baseline import BaselineError, new_findings, read_baseline, write_baseline
+from ..engine import Engine, Report
+from ..findings import once_per_run
+from ..fixes.apply import FixOutcome, fix_summary, fix_until_clean
 from ..output import report_json, report_text, statistics, statistics_lines
 from ..worker.pool import WorkerFailure, WorkerPool, WorkerSettings
-from .common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, UsageError, default_jobs, stderr_log
+from .common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, UsageError, default_jobs, stderr_log
+
+if TYPE_CHECKING:
+    from .common import Subcommands
 
 NAME = "check"
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def add_parser(commands) -> argparse.ArgumentParser:
-    parser = commands.add_parser(NAME, help="analyse files and folders, report like a compiler")
-    parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="Python files, notebooks (.ipynb) or folders (searched for *.py and *.ipynb)")
-    parser.add_argument("--target", "-t", action="append", metavar="TARGET",
-                        help=f"backend to judge for (repeat or comma-separate; known: {', '.join(KNOWN_TARGETS)}); "
-                             "default: [tool.atenlint] targets, else mps")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="output format: text (default), json, sarif (SARIF 2.1.0 for code scanning), github "
-                             "(GitHub Actions annotations)")
-    parser.add_argument("--config", metavar="FILE", help="use this pyproject.toml / TOML file instead of the "
-                                                          "nearest pyproject.toml of each file")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS",
-                        help="per-file limit for importing and analysing (default 60)")
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        NAME, help="analyse files and folders, report like a compiler"
+    )
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="Python files, notebooks (.ipynb) or folders (searched for *.py and *.ipynb)",
+    )
+    parser.add_argument(
+        "--target",
+        "-t",
+        action="append",
+        metavar="TARGET",
+        help=f"backend to judge for (repeat or comma-separate; known: {', '.join(KNOWN_TARGETS)}); "
+        "default: [tool.atenlint] targets, else mps",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="output format: text (default), json, sarif (SARIF 2.1.0 for code scanning), github "
+        "(GitHub Actions annotations)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="use this pyproject.toml / TOML file instead of the nearest pyproject.toml of each file",
+    )
+    parser.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="per-file limit for importing and analysing (default 60)"
+    )
     parser.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes (default: up to 2)")
-    parser.add_argument("--python", metavar="INTERPRETER",
-                        help="interpreter that imports your code (default: this one)")
-    parser.add_argument("--no-exec", action="store_true",
-                        help="never import or run your code: read the source only (static analysis)")
+    parser.add_argument(
+        "--python", metavar="INTERPRETER", help="interpreter that imports your code (default: this one)"
+    )
+    parser.add_argument(
+        "--no-exec", action="store_true", help="never import or run your code: read the source only (static analysis)"
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="log worker activity to stderr")
-    parser.add_argument("--no-sandbox", action="store_true",
-                        help="let analysed code start processes, use the network and write files (the worker's "
-                             "sandbox refuses them by default; also ATENLINT_SANDBOX=off)")
-    parser.add_argument("--require-exec", action="store_true",
-                        help="fail (exit 1) when a module class could not be built and scripted or traced, so was "
-                             "read from source only or not analysed at all (for CI)")
-    parser.add_argument("--add-inputs", action="store_true",
-                        help="write `# atenlint: inputs=...` above each class whose forward has type hints or "
-                             "tensor defaults and no inputs yet (check the guessed shapes), then check")
-    parser.add_argument("--fix", action="store_true",
-                        help="apply every exact rewrite atenlint offers, print what changed, report what is left")
-    parser.add_argument("--unsafe-fixes", action="store_true",
-                        help="with --fix, also apply approximate rewrites (each says how it differs)")
-    parser.add_argument("--write-baseline", metavar="FILE",
-                        help="record the current findings in FILE (by call text, not line) and exit 0")
-    parser.add_argument("--baseline", metavar="FILE",
-                        help="report only findings not recorded in FILE (written by --write-baseline)")
-    parser.add_argument("--exit-zero", action="store_true",
-                        help="exit 0 even when something is found (usage errors still exit 2)")
-    parser.add_argument("--statistics", action="store_true",
-                        help="also print how many findings each code and operator has (text: before the summary; "
-                             "json: \"statistics\"; sarif/github: on stderr)")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="let analysed code start processes, use the network and write files (the worker's "
+        "sandbox refuses them by default; also ATENLINT_SANDBOX=off)",
+    )
+    parser.add_argument(
+        "--require-exec",
+        action="store_true",
+        help="fail (exit 1) when a module class could not be built and scripted or traced, so was "
+        "read from source only or not analysed at all (for CI)",
+    )
+    parser.add_argument(
+        "--add-inputs",
+        action="store_true",
+        help="write `# atenlint: inputs=...` above each class whose forward has type hints or "
+        "tensor defaults and no inputs yet (check the guessed shapes), then check",
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply every exact rewrite atenlint offers, print what changed, report what is left",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix, also apply approximate rewrites (each says how it differs)",
+    )
+    parser.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record the current findings in FILE (by call text, not line) and exit 0",
+    )
+    parser.add_argument(
+        "--baseline", metavar="FILE", help="report only findings not recorded in FILE (written by --write-baseline)"
+    )
+    parser.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even when something is found (usage errors still exit 2)"
+    )
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="also print how many findings each code and operator has (text: before the summary; "
+        'json: "statistics"; sarif/github: on stderr)',
+    )
     parser.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     return parser
 
@@ -108,30 +157,38 @@ def run(args: argparse.Namespace) -> int:
     pool = WorkerPool(jobs, worker_settings, log=log)
     engine = Engine(pool, resolver, log=log)
     try:
-        engine.start()
-        def check():
+        engine.start_in_background()  # check_paths waits for it after finding the files
+
+        def check() -> Report:
             return engine.check_paths(args.paths, jobs=jobs, execute=not args.no_exec)
 
-        fixed = None
+        fixed: FixOutcome | None = None
         if args.fix:
             report, fixed = fix_until_clean(check, args.unsafe_fixes, log)
         else:
             report = check()
     except WorkerFailure as failure:
         last = failure.stderr_tail.strip().splitlines()[-1:]  # the reason, not the worker's traceback
-        print(f"atenlint: cannot start the analysis worker: {failure.message}"
-              + (f" ({last[0].strip()[:300]})" if last else ""), file=sys.stderr)
+        print(
+            f"atenlint: cannot start the analysis worker: {failure.message}"
+            + (f" ({last[0].strip()[:300]})" if last else ""),
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
     finally:
         pool.close()
     report.seconds = time.perf_counter() - started  # what the user waited, worker start included
+    report.findings = once_per_run(report.findings)  # "coremltools is not installed" once, not per class
     if args.write_baseline:
         try:
             recorded = write_baseline(args.write_baseline, report.findings, report.torch_version)
         except OSError as error:
             raise UsageError(f"--write-baseline: cannot write {args.write_baseline}: {error.strerror}") from None
-        print(f"atenlint: recorded {recorded} finding{'s' if recorded != 1 else ''} in the baseline "
-              f"{args.write_baseline}", file=sys.stderr)
+        print(
+            f"atenlint: recorded {recorded} finding{'s' if recorded != 1 else ''} in the baseline "
+            f"{args.write_baseline}",
+            file=sys.stderr,
+        )
     baselined = 0
     if baseline is not None:
         report.findings, baselined = new_findings(report.findings, baseline)
@@ -142,17 +199,20 @@ def run(args: argparse.Namespace) -> int:
     if args.write_baseline or args.exit_zero:
         return EXIT_CLEAN
     if getattr(args, "require_exec", False) and report.not_executed:
-        print(f"atenlint: --require-exec: {report.not_executed} module class"
-              f"{'es were' if report.not_executed != 1 else ' was'} not built and executed "
-              f"({report.by_capture.get('static', 0)} read from source only, {report.by_capture.get('none', 0)} "
-              f"not analysed); give factories or inputs (see the notes)", file=sys.stderr)
+        print(
+            f"atenlint: --require-exec: {report.not_executed} module class"
+            f"{'es were' if report.not_executed != 1 else ' was'} not built and executed "
+            f"({report.by_capture.get('static', 0)} read from source only, {report.by_capture.get('none', 0)} "
+            f"not analysed); give factories or inputs (see the notes)",
+            file=sys.stderr,
+        )
         return EXIT_FINDINGS
     if any(f.code == "ATL099" for f in report.findings):
         return EXIT_INTERNAL  # atenlint itself failed on some file: it was not checked
     return EXIT_FINDINGS if counts["error"] or counts["warning"] else EXIT_CLEAN
 
 
-def _baseline_from_args(args: argparse.Namespace):
+def _baseline_from_args(args: argparse.Namespace) -> Baseline | None:
     if args.write_baseline and args.baseline:
         raise UsageError("--write-baseline and --baseline cannot be combined (write a new baseline from a full check)")
     if args.output_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.output_file))):
@@ -165,7 +225,7 @@ def _baseline_from_args(args: argparse.Namespace):
         raise UsageError(f"--baseline: {error}") from None
 
 
-def _render(args: argparse.Namespace, report, fixed, baselined: int) -> str:
+def _render(args: argparse.Namespace, report: Report, fixed: FixOutcome | None, baselined: int) -> str:
     """The report in the chosen format. Machine formats keep stdout to themselves: what
     --fix changed and --statistics go to stderr there."""
     rows = statistics(report.findings) if args.statistics else None
@@ -184,8 +244,10 @@ def _render(args: argparse.Namespace, report, fixed, baselined: int) -> str:
         if rows is not None:
             sys.stderr.write("\n".join(statistics_lines(rows)) + "\n")
         if baselined:
-            print(f"atenlint: {baselined} finding{'s' if baselined != 1 else ''} accepted by the baseline "
-                  f"not reported", file=sys.stderr)
+            print(
+                f"atenlint: {baselined} finding{'s' if baselined != 1 else ''} accepted by the baseline not reported",
+                file=sys.stderr,
+            )
         if args.format == "sarif":
             from ..formats.sarif import report_sarif
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    # What `add_subparsers()` returns: each command's `add_parser` adds its parser to it.
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # atenlint itself failed (an internal error, a worker that cannot start): the code was
@@ -16,8 +22,10 @@ EXIT_INTERRUPTED = 130
 def internal_failure_message(error: BaseException) -> str:
     """One line for an unexpected failure of atenlint itself (never a traceback)."""
     text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
-    return (f"atenlint: internal error: {type(error).__name__}{': ' + text if text else ''}. This is a bug in "
-            f"atenlint, not in your code: please report it (ATENLINT_DEBUG=1 prints the traceback)")
+    return (
+        f"atenlint: internal error: {type(error).__name__}{': ' + text if text else ''}. This is a bug in "
+        f"atenlint, not in your code: please report it (ATENLINT_DEBUG=1 prints the traceback)"
+    )
 
 
 class UsageError(Exception):
@@ -25,18 +33,18 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors exit 2 as well
+    def error(self, message: str) -> NoReturn:  # argparse's own usage errors exit 2 as well
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"atenlint: error: {message}\n")
 
 
-def stderr_log(verbose: bool):
+def stderr_log(verbose: bool) -> Callable[[str], None]:
     if verbose:
         return lambda message: print(f"atenlint: {message}", file=sys.stderr)
     return lambda message: None
 
 
-def default_jobs(paths: list) -> int:
+def default_jobs(paths: list[str]) -> int:
     """A second worker costs a torch import (seconds, hundreds of MB): only worth it for
     large workspaces, and never more than the machine has cores for."""
     if all(os.path.isfile(p) for p in paths):

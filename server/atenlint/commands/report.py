@@ -7,17 +7,25 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..config import ConfigError, SettingsResolver, parse_targets
 from ..engine import Engine, problems_for
+from ..report_markdown import section, verdict_table
+from ..targets.site_verdict import CONDITIONAL, PROBLEM, SUPPORTED, SiteVerdict, VerdictAggregate
 from ..worker.pool import WorkerPool, WorkerSettings
 from .common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, stderr_log
+
+if TYPE_CHECKING:
+    from .common import Subcommands
 
 NAME = "report"
 
 
-def add_parser(commands) -> argparse.ArgumentParser:
-    parser = commands.add_parser(NAME, help="per module: every op, its verdict per target, and suggestions")
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        NAME, help="per module: every op, its verdict per target, and suggestions"
+    )
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--target", "-t", action="append", metavar="TARGET", help="comma-separated targets")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
@@ -27,43 +35,58 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
-def build(engine: Engine, paths: list[str]) -> dict:
-    """{"modules": {module: {"ops": {op: {target: verdict}}, "suggestions": [...]}}, ...}."""
+def build(engine: Engine, paths: list[str]) -> dict[str, Any]:
+    """{"torch", "modules": {module: {"ops": {op: {target: SiteVerdict JSON}}, "suggestions", "notes"}}}."""
     captures = [engine.capture(path) for path in _files(paths)]
     findings = engine.findings(captures)
-    modules: dict = {}
+    aggregates: dict[str, dict[str, dict[str, VerdictAggregate]]] = {}
     for capture in captures:
         targets = engine.targets_for(capture.settings)
         for occurrence in capture.occurrences:
-            module = modules.setdefault(occurrence.module, {"ops": {}, "suggestions": [], "notes": []})
-            entry = module["ops"].setdefault(occurrence.op, {})
+            by_target = aggregates.setdefault(occurrence.module, {}).setdefault(occurrence.op, {})
             for target in targets:
                 problems = problems_for(target, occurrence)
-                if problems is None:
-                    continue
-                previous = entry.get(target.name)
-                if problems:
-                    verdict = target.verdict(problems)
-                    status = "conditional" if occurrence.conditional else verdict.severity
-                    if previous is None or previous["status"] in ("supported", "conditional"):
-                        entry[target.name] = {"status": status, "code": verdict.code,
-                                              "ops": [p.op for p in problems]}
-                elif previous is None:
-                    entry[target.name] = {"status": "supported"}
+                if problems is not None:
+                    by_target.setdefault(target.name, VerdictAggregate(target)).add(problems, occurrence.conditional)
+    modules: dict[str, ModuleReport] = {
+        module: {
+            "ops": {
+                op: {name: aggregate.verdict().as_json() for name, aggregate in by_target.items()}
+                for op, by_target in ops.items()
+            },
+            "suggestions": [],
+            "notes": [],
+        }
+        for module, ops in aggregates.items()
+    }
     for finding in findings:
         if finding.module is None:
             continue
-        module = modules.setdefault(finding.module, {"ops": {}, "suggestions": [], "notes": []})
+        report = modules.setdefault(finding.module, {"ops": {}, "suggestions": [], "notes": []})
         start = finding.range.start
-        line = f"{finding.path}:{start.line + 1}:{start.character + 1} [{finding.target or 'atenlint'}] " \
-               f"{finding.message} ({finding.code})"
-        bucket = "suggestions" if finding.severity in ("error", "warning") else "notes"
-        module[bucket].append(line)
+        line = (
+            f"{finding.path}:{start.line + 1}:{start.character + 1} [{finding.target or 'atenlint'}] "
+            f"{finding.message} ({finding.code})"
+        )
+        report["suggestions" if finding.severity in ("error", "warning") else "notes"].append(line)
         for fix in finding.fixes:
             title = fix.get("title") if isinstance(fix, dict) else str(fix)
             if title:
-                module["suggestions"].append(f"  fix: {title}")
+                report["suggestions"].append(f"  fix: {title}")
     return {"torch": engine.torch_version, "modules": dict(sorted(modules.items()))}
+
+
+class ModuleReport(TypedDict):
+    ops: dict[str, dict[str, dict[str, Any]]]  # op -> target -> SiteVerdict.as_json()
+    suggestions: list[str]
+    notes: list[str]
+
+
+def _verdicts(entry: dict[str, dict[str, Any]]) -> dict[str, SiteVerdict]:
+    return {
+        target: SiteVerdict(v["status"], tuple(v["ops"]), v["severity"], v["code"], v["message"])
+        for target, v in entry.items()
+    }
 
 
 def _files(paths: list[str]) -> list[str]:
@@ -73,20 +96,22 @@ def _files(paths: list[str]) -> list[str]:
     return files
 
 
-def text(report: dict, targets: list[str]) -> str:
+def text(report: dict[str, Any], targets: list[str]) -> str:
     lines = []
     for module, data in report["modules"].items():
         lines.append(f"Model structure: {module}")
-        for op, verdicts in sorted(data["ops"].items()):
+        for op, entry in sorted(data["ops"].items()):
+            verdicts = _verdicts(entry)
             for target in targets:
                 verdict = verdicts.get(target)
                 if verdict is None:
                     continue
-                mark = "+ Supported op" if verdict["status"] == "supported" else "+ Unsupported op"
-                if verdict["status"] in ("information", "conditional"):
-                    mark = "+ Maybe unsupported op"
-                detail = "" if verdict["status"] == "supported" else f" -> {', '.join(verdict['ops'])} ({verdict['code']})"
-                lines.append(f"  {mark} [{target}]: {op}{detail}")
+                if verdict.status == SUPPORTED:
+                    lines.append(f"  + Supported op [{target}]: {op}")
+                    continue
+                doubtful = verdict.status == CONDITIONAL or verdict.severity in ("information", "hint")
+                mark = "+ Maybe unsupported op" if doubtful else "+ Unsupported op"
+                lines.append(f"  {mark} [{target}]: {op} -> {', '.join(verdict.ops)} ({verdict.code})")
         if data["suggestions"] or data["notes"]:
             lines.append("Suggestions")
             lines.extend(f"  {s}" for s in data["suggestions"] + data["notes"])
@@ -94,25 +119,14 @@ def text(report: dict, targets: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown(report: dict, targets: list[str]) -> str:
+def markdown(report: dict[str, Any], targets: list[str]) -> str:
     lines = [f"### atenlint report (torch {report['torch']})", ""]
     for module, data in report["modules"].items():
-        lines += [f"#### `{module}`", "", "| op | " + " | ".join(targets) + " |",
-                  "|---|" + "---|" * len(targets)]
-        for op, verdicts in sorted(data["ops"].items()):
-            cells = []
-            for target in targets:
-                verdict = verdicts.get(target)
-                if verdict is None:
-                    cells.append("")
-                elif verdict["status"] == "supported":
-                    cells.append("✅")
-                else:
-                    icon = "❌" if verdict["status"] == "error" else ("⚠️" if verdict["status"] == "warning" else "❔")
-                    cells.append(f"{icon} {verdict['code']}")
-            lines.append(f"| `{op}` | " + " | ".join(cells) + " |")
-        if data["suggestions"] or data["notes"]:
-            lines += ["", "**Suggestions**", ""] + [f"- {s.strip()}" for s in data["suggestions"] + data["notes"]]
+        lines += [f"#### `{module}`", ""]
+        lines += verdict_table(
+            ["op"], targets, [([f"`{op}`"], _verdicts(entry)) for op, entry in sorted(data["ops"].items())]
+        )
+        lines += section("Suggestions", [s.strip() for s in data["suggestions"] + data["notes"]], level=5)
         lines.append("")
     return "\n".join(lines)
 
@@ -136,9 +150,14 @@ def run(args: argparse.Namespace) -> int:
         report = build(engine, args.paths)
     finally:
         pool.close()
-    targets = list(overrides.get("targets") or resolver.for_directory(os.path.abspath(args.paths[0])
-                                                                     if os.path.isdir(args.paths[0])
-                                                                     else os.path.dirname(os.path.abspath(args.paths[0]))).targets)
+    targets = list(
+        overrides.get("targets")
+        or resolver.for_directory(
+            os.path.abspath(args.paths[0])
+            if os.path.isdir(args.paths[0])
+            else os.path.dirname(os.path.abspath(args.paths[0]))
+        ).targets
+    )
     report["targets"] = targets
     if args.format == "json":
         json.dump(report, sys.stdout, indent=2)
@@ -147,6 +166,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(markdown(report, targets))
     else:
         sys.stdout.write(text(report, targets))
-    problems = any(v["status"] in ("error", "warning") for m in report["modules"].values()
-                   for verdicts in m["ops"].values() for v in verdicts.values())
+    problems = any(
+        v["status"] == PROBLEM and v["severity"] in ("error", "warning")
+        for m in report["modules"].values()
+        for verdicts in m["ops"].values()
+        for v in verdicts.values()
+    )
     return EXIT_FINDINGS if problems else EXIT_CLEAN

@@ -5,16 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..targets import build_target, names
+from ..worker.protocol import check_hello
 from .common import EXIT_CLEAN, UsageError
 from .session import open_engine
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..targets.base import TargetStatus
+    from .common import Subcommands
 
 NAME = "targets"
 
 
-def add_parser(commands) -> argparse.ArgumentParser:
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     parser = commands.add_parser(NAME, help="list the targets, their availability and data versions")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--python", metavar="INTERPRETER", help="interpreter whose packages are judged")
@@ -22,13 +29,17 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
-def statuses(engine, settings: Settings) -> list[dict]:
+def statuses(engine: Engine, settings: Settings) -> list[TargetStatus]:
+    """Every target's status, judged with a started engine's tables."""
     from ..targets.registry_data import load
 
+    if engine.native is None:
+        raise RuntimeError("the engine has not started: no native function table to judge with")
+    hello = check_hello(engine.hello)
     registries = load(engine.pool, engine.log)
     out = []
     for name in names.TARGETS:
-        target = build_target(name, settings, engine.native, engine.hello, registries)
+        target = build_target(name, settings, engine.native, hello, registries)
         out.append(target.status())
     return out
 
@@ -50,4 +61,4 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-__all__ = ["add_parser", "run", "UsageError"]
+__all__ = ["UsageError", "add_parser", "run"]

@@ -7,13 +7,14 @@
 - `attach.py`: findings -> `finding.fixes` (JSON-able; the engine calls `attach_fixes`).
 - `apply.py`: `atenlint check --fix`: choose, apply and re-check.
 
-A fix is a dict: {"id", "title", "kind": "rewrite"|"suppress"|"explain"|"config",
-"exact": bool, "approximation": str|None, "description": str,
-"edits": [{"range": LSP range, "newText": str}]}; an edit carries "path" only when it is
-in another file than its finding (a pyproject.toml).
+A fix is a `finding_data.Fix` (JSON as `--format json` prints it): {"id", "title", "kind":
+"rewrite"|"suppress"|"explain"|"config", "exact", "approximation", "description", "edits":
+[{"range", "newText"}]}; an edit carries "path" only when it is in another file than its
+finding (a pyproject.toml). What a fix acts on comes from `Finding.data` (`FindingData`),
+never from the message's words.
 """
 
 from .attach import attach_fixes
 from .catalog import ENTRIES, REMEDIES, REWRITES
 
-__all__ = ["attach_fixes", "ENTRIES", "REWRITES", "REMEDIES"]
+__all__ = ["ENTRIES", "REMEDIES", "REWRITES", "attach_fixes"]

@@ -12,14 +12,19 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Any
 
+from ..finding_data import Fix
 from ..findings import Finding
 from ..notebook import apply_cell_fixes, is_notebook
-from ..sourcetext import DecodeError
+from ..sourcetext import DecodeError, Range
 from .edits import EncodedText, LineIndex, TextEdit, overlaps, text_fingerprint
 from .model import REWRITE
+
+if TYPE_CHECKING:
+    from ..engine import Report
 
 MAX_PASSES = 4  # a pass per level of nesting (`take(heaviside(x, v), i)` needs two)
 
@@ -35,26 +40,36 @@ class AppliedFix:
     title: str
     exact: bool
 
-    def as_json(self) -> dict:
-        return {"path": self.path, "line": self.line, "character": self.character, "target": self.target,
-                "call": self.call, "fix": self.fix_id, "title": self.title, "exact": self.exact}
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "character": self.character,
+            "target": self.target,
+            "call": self.call,
+            "fix": self.fix_id,
+            "title": self.title,
+            "exact": self.exact,
+        }
 
     def as_text(self) -> str:
-        return (f"{self.path}:{self.line}:{self.character}: fixed [{self.target}] `{self.call}`: {self.title} "
-                f"({self.fix_id}{'' if self.exact else ', approximate'})")
+        return (
+            f"{self.path}:{self.line}:{self.character}: fixed [{self.target}] `{self.call}`: {self.title} "
+            f"({self.fix_id}{'' if self.exact else ', approximate'})"
+        )
 
 
 @dataclass
 class FixOutcome:
-    applied: list  # AppliedFix, in the order applied
-    skipped: list  # (Finding, reason) for fixes that could not be applied
+    applied: list[AppliedFix]  # in the order applied
+    skipped: list[tuple[Finding, str]]  # (finding, reason) for fixes that could not be applied
     passes: int
 
 
-def choose(findings: list[Finding], unsafe: bool) -> list[tuple[Finding, dict]]:
+def choose(findings: list[Finding], unsafe: bool) -> list[tuple[Finding, Fix]]:
     """Per finding, the first rewrite it may apply: exact and valid for any input, or, with
     `unsafe`, also approximate or right only for the example inputs' sizes."""
-    chosen = []
+    chosen: list[tuple[Finding, Fix]] = []
     for finding in findings:
         for fix in finding.fixes:
             safe = bool(fix.get("exact")) and fix.get("safe", True) is not False
@@ -67,11 +82,11 @@ def choose(findings: list[Finding], unsafe: bool) -> list[tuple[Finding, dict]]:
     return chosen
 
 
-def apply_to_files(chosen: list[tuple[Finding, dict]]) -> FixOutcome:
+def apply_to_files(chosen: list[tuple[Finding, Fix]]) -> FixOutcome:
     """Write the chosen fixes; a fix overlapping one already taken in its file waits for the
     next pass (after a re-check its edits are fresh)."""
     outcome = FixOutcome([], [], 1)
-    by_file: dict[str, list] = {}
+    by_file: dict[str, list[tuple[Finding, Fix]]] = {}
     for finding, fix in chosen:
         by_file.setdefault(finding.abs_path, []).append((finding, fix))
     for path, fixes in by_file.items():
@@ -86,7 +101,7 @@ def apply_to_files(chosen: list[tuple[Finding, dict]]) -> FixOutcome:
             continue
         index = LineIndex(original.text)
         taken: list[TextEdit] = []
-        applied: list[tuple[Finding, dict]] = []
+        applied: list[tuple[Finding, Fix]] = []
         for finding, fix in fixes:
             if finding.data.get("text_sha256") != text_fingerprint(original.text):
                 outcome.skipped.append((finding, "the file changed since it was analysed"))
@@ -102,18 +117,38 @@ def apply_to_files(chosen: list[tuple[Finding, dict]]) -> FixOutcome:
         _write(path, original.with_edits(taken))
         for finding, fix in applied:
             start = finding.range.start
-            outcome.applied.append(AppliedFix(finding.path, start.line + 1, start.character + 1, finding.target or "",
-                                              finding.call or "", fix["id"], fix["title"], bool(fix["exact"])))
+            outcome.applied.append(
+                AppliedFix(
+                    finding.path,
+                    start.line + 1,
+                    start.character + 1,
+                    finding.target or "",
+                    finding.call or "",
+                    fix["id"],
+                    fix["title"],
+                    bool(fix["exact"]),
+                )
+            )
     return outcome
 
 
-def _apply_to_notebook(path: str, fixes: list, outcome: FixOutcome) -> None:
+def _apply_to_notebook(path: str, fixes: list[tuple[Finding, Fix]], outcome: FixOutcome) -> None:
     applied, skipped = apply_cell_fixes(path, fixes, text_fingerprint)
     outcome.skipped.extend(skipped)
     for finding, fix in applied:
         start = finding.range.start
-        outcome.applied.append(AppliedFix(finding.path, start.line + 1, start.character + 1, finding.target or "",
-                                          finding.call or "", fix["id"], fix["title"], bool(fix["exact"])))
+        outcome.applied.append(
+            AppliedFix(
+                finding.path,
+                start.line + 1,
+                start.character + 1,
+                finding.target or "",
+                finding.call or "",
+                fix["id"],
+                fix["title"],
+                bool(fix["exact"]),
+            )
+        )
 
 
 def _write(path: str, data: bytes) -> None:
@@ -131,16 +166,20 @@ def _write(path: str, data: bytes) -> None:
         raise
 
 
-def fix_until_clean(check: Callable[[], object], unsafe: bool,
-                    log: Optional[Callable[[str], None]] = None) -> tuple[object, FixOutcome]:
+def fix_until_clean(
+    check: Callable[[], Report], unsafe: bool, log: Callable[[str], None] | None = None
+) -> tuple[Report, FixOutcome]:
     """Check, apply the chosen fixes, check again; stop when nothing more applies. Returns
     the last report (what is left) and everything applied."""
     total = FixOutcome([], [], 0)
     report = check()
-    seen: set = set()
+    seen: set[tuple[str, Range, str, str]] = set()
     for _ in range(MAX_PASSES):
-        chosen = [(f, fix) for f, fix in choose(report.findings, unsafe)
-                  if (f.abs_path, f.range, fix["id"], fix["title"]) not in seen]
+        chosen = [
+            (f, fix)
+            for f, fix in choose(report.findings, unsafe)
+            if (f.abs_path, f.range, fix["id"], fix["title"]) not in seen
+        ]
         if not chosen:
             break
         seen.update((f.abs_path, f.range, fix["id"], fix["title"]) for f, fix in chosen)
@@ -167,7 +206,9 @@ def fix_summary(outcome: FixOutcome) -> str:
         lines.append(f"{finding.path}:{start.line + 1}:{start.character + 1}: not fixed `{finding.call}`: {reason}")
     files = len({applied.path for applied in outcome.applied})
     count = len(outcome.applied)
-    lines.append(f"atenlint: applied {count} fix{'es' if count != 1 else ''}"
-                 + (f" in {files} file{'s' if files != 1 else ''}" if count else "")
-                 + "; the report below is what remains")
+    lines.append(
+        f"atenlint: applied {count} fix{'es' if count != 1 else ''}"
+        + (f" in {files} file{'s' if files != 1 else ''}" if count else "")
+        + "; the report below is what remains"
+    )
     return "\n".join(lines) + "\n"

@@ -13,16 +13,19 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
-from ..config import ConfigError
+from ..config import ConfigError, Settings, SettingsResolver
+from ..finding_data import Fix
 from ..findings import Finding
-from .callsite import CallSite, FileContext, call_site, is_pure, parent
+from ..sourcetext import SourceText, SpannedNode
+from .callsite import Bound, CallSite, FileContext, call_site, is_pure, parent
 from .catalog import REMEDIES, REWRITES
 from .conditions import CHECKS, DERIVATIONS, Context
 from .edits import TextEdit, apply_edits, text_fingerprint
 from .imports import import_edit, import_statement
-from .model import MODULES, Remedy, Rewrite, offered_in, placeholders
+from .model import MODULES, Entry, Remedy, Rewrite, offered_in, placeholders
 from .remedies import BUILDERS
 from .template import RenderError, Value, expand_optional, parse_value, render, trimmed_edit
 
@@ -33,13 +36,26 @@ class _Refused(Exception):
     """This entry cannot be offered for this call (the message says why, for logs and tests)."""
 
 
-def attach_fixes(findings: list[Finding], sources, resolver=None,
-                 log: Optional[Callable[[str], None]] = None) -> list[Finding]:
+class SourceLookup(Protocol):
+    """The engine's SourceCache, as far as fixes read it."""
+
+    def get(self, path: str) -> SourceText | None: ...
+
+
+FindingsByLine = dict[tuple[str, int], list[Finding]]  # (abs_path, 0-based line) -> target findings there
+
+
+def attach_fixes(
+    findings: list[Finding],
+    sources: SourceLookup,
+    resolver: SettingsResolver | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[Finding]:
     """Set `finding.fixes` for every finding (and return the list). `sources` is the
     engine's SourceCache (`get(path) -> SourceText`); `resolver` gives each file's settings."""
-    files: dict[str, Optional[FileContext]] = {}
+    files: dict[str, FileContext | None] = {}
     fingerprints: dict[str, str] = {}
-    by_line: dict[tuple, list[Finding]] = {}
+    by_line: FindingsByLine = {}
     for finding in findings:
         if finding.target and finding.abs_path:
             for line in {finding.range.start.line, finding.range.end.line}:
@@ -62,7 +78,7 @@ def attach_fixes(findings: list[Finding], sources, resolver=None,
     return findings
 
 
-def _settings(resolver, path: str):
+def _settings(resolver: SettingsResolver | None, path: str) -> Settings | None:
     if resolver is None:
         return None
     try:
@@ -71,10 +87,16 @@ def _settings(resolver, path: str):
         return None
 
 
-def fixes_for(finding: Finding, file: Optional[FileContext], settings=None,
-              by_line: Optional[dict] = None, log: Optional[Callable[[str], None]] = None) -> list[dict]:
-    out = []
-    for entry in (*REWRITES, *REMEDIES):
+def fixes_for(
+    finding: Finding,
+    file: FileContext | None,
+    settings: Settings | None = None,
+    by_line: FindingsByLine | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[Fix]:
+    out: list[Fix] = []
+    entries: tuple[Entry, ...] = (*REWRITES, *REMEDIES)
+    for entry in entries:
         # Also for findings on a path the library picks at run time: a rewrite computes the
         # same thing whichever path is taken.
         if not matches(entry, finding):
@@ -86,17 +108,19 @@ def fixes_for(finding: Finding, file: Optional[FileContext], settings=None,
                 built = build_rewrite(entry, finding, file, by_line or {})
         except _Refused:
             continue
-        except Exception as error:  # a bug here must cost a fix, never the analysis
+        except Exception as error:  # noqa: BLE001 - a bug here must cost a fix, never the analysis
             if log is not None:
-                log(f"fix {entry.id} failed for {finding.path}:{finding.range.start.line + 1}: "
-                    f"{type(error).__name__}: {error}")
+                log(
+                    f"fix {entry.id} failed for {finding.path}:{finding.range.start.line + 1}: "
+                    f"{type(error).__name__}: {error}"
+                )
             continue
         if built is not None:
             out.append(built)
     return out
 
 
-def explain_refusal(entry: Rewrite, finding: Finding, file: Optional[FileContext]) -> Optional[str]:
+def explain_refusal(entry: Rewrite, finding: Finding, file: FileContext | None) -> str | None:
     """Why `entry` is not offered for `finding` (None: it is). For tests and debugging."""
     if not matches(entry, finding):
         return "the entry does not apply to this target, torch version or these ops"
@@ -107,15 +131,15 @@ def explain_refusal(entry: Rewrite, finding: Finding, file: Optional[FileContext
     return None
 
 
-def target_matches(targets: Iterable[str], target: Optional[str]) -> bool:
+def target_matches(targets: Iterable[str], target: str | None) -> bool:
     """`onnx` in an entry covers the finding targets `onnx` and `onnx:17`."""
     return target is not None and any(target == t or target.startswith(f"{t}:") for t in targets)
 
 
-def matches(entry, finding: Finding) -> bool:
-    if not target_matches(entry.targets, finding.target):
+def matches(entry: Entry, finding: Finding) -> bool:
+    if finding.target is None or not target_matches(entry.targets, finding.target):
         return False
-    if not offered_in(entry, finding.target, str(finding.data.get("torch", ""))):
+    if not offered_in(entry, finding.target, finding.data.get("torch", "")):
         return False
     if isinstance(entry, Remedy):
         return finding.code in entry.codes
@@ -125,7 +149,7 @@ def matches(entry, finding: Finding) -> bool:
 # -- rewrites ---------------------------------------------------------------------------
 
 
-def build_rewrite(entry: Rewrite, finding: Finding, file: Optional[FileContext], by_line: dict) -> dict:
+def build_rewrite(entry: Rewrite, finding: Finding, file: FileContext | None, by_line: FindingsByLine) -> Fix:
     if file is None:
         raise _Refused("the file does not parse")
     call = file.call_at(finding.range)
@@ -146,7 +170,7 @@ def build_rewrite(entry: Rewrite, finding: Finding, file: Optional[FileContext],
         reason = CHECKS[condition.check](context, *condition.args)
         if reason is not None:
             raise _Refused(f"condition {condition} does not hold: {reason}")
-    derived = {}
+    derived: dict[str, Value] = {}
     for name, derivation in entry.derive.items():
         text = DERIVATIONS[derivation](context)
         if text is None:
@@ -161,23 +185,23 @@ def build_rewrite(entry: Rewrite, finding: Finding, file: Optional[FileContext],
     edits = _verified(file, node, edits, new_node_text, import_edits)
     if entry.runs_on_cpu:
         edits.append(_cpu_directive(file, finding, edits, by_line))
-    condition = _only_while(entry, derived)
+    only_while = _only_while(entry, derived)
     title = f"{entry.title}: `{_preview(new_node_text)}`"
     return {
         "id": entry.id,
-        "title": f"{title} ({condition})" if condition else title,
+        "title": f"{title} ({only_while})" if only_while else title,
         "kind": entry.kind,
         "exact": entry.exact,
         "approximation": entry.approximation,
         # False: right only while `condition` holds (never preferred; --fix needs --unsafe-fixes).
-        "safe": condition is None,
-        "condition": condition,
+        "safe": only_while is None,
+        "condition": only_while,
         "edits": [edit.as_json(file.index) for edit in import_edits + edits],
-        "description": _description(entry) + (f" Only right {condition}." if condition else ""),
+        "description": _description(entry) + (f" Only right {only_while}." if only_while else ""),
     }
 
 
-def _only_while(entry: Rewrite, derived: dict) -> Optional[str]:
+def _only_while(entry: Rewrite, derived: dict[str, Value]) -> str | None:
     if not entry.only_while:
         return None
     text = entry.only_while
@@ -187,9 +211,11 @@ def _only_while(entry: Rewrite, derived: dict) -> Optional[str]:
 
 
 def _form_matches(entry: Rewrite, site: CallSite) -> bool:
-    return ((site.form == "function" and site.name in entry.functions)
-            or (site.form == "method" and site.name in entry.methods)
-            or (site.form == "module" and site.name in entry.modules))
+    return (
+        (site.form == "function" and site.name in entry.functions)
+        or (site.form == "method" and site.name in entry.methods)
+        or (site.form == "module" and site.name in entry.modules)
+    )
 
 
 def _op_called_here(finding: Finding) -> bool:
@@ -203,10 +229,11 @@ def _op_called_here(finding: Finding) -> bool:
     return True
 
 
-def _spell_modules(entry: Rewrite, site: CallSite) -> tuple[dict, list]:
+def _spell_modules(entry: Rewrite, site: CallSite) -> tuple[dict[str, Value], list[str]]:
     texts = [entry.template or "", entry.suffix, *entry.wrap.values()]
     wanted = {name for text in texts for name in placeholders(text) if name in MODULES}
-    spelled, imports = {}, []
+    spelled: dict[str, Value] = {}
+    imports: list[str] = []
     for name in sorted(wanted):
         module = MODULES[name]
         spelling = site.file.bindings.spell(module, site.shadowed, _head(site))
@@ -221,7 +248,7 @@ def _spell_modules(entry: Rewrite, site: CallSite) -> tuple[dict, list]:
     return spelled, imports
 
 
-def _head(site: CallSite) -> Optional[str]:
+def _head(site: CallSite) -> str | None:
     """The first name of the call as written (`th` in `th.heaviside(x, v)`)."""
     node = site.node.func
     while isinstance(node, ast.Attribute):
@@ -229,11 +256,11 @@ def _head(site: CallSite) -> Optional[str]:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _argument_values(bound: dict) -> dict:
+def _argument_values(bound: Bound) -> dict[str, Value]:
     return {name: Value(argument.text, argument.node) for name, argument in bound.items()}
 
 
-def _require_pure(texts: list[str], bound: dict) -> None:
+def _require_pure(texts: list[str], bound: Bound) -> None:
     counts: dict[str, int] = {}
     for text in texts:
         for name in placeholders(text):
@@ -241,14 +268,17 @@ def _require_pure(texts: list[str], bound: dict) -> None:
     for name, count in counts.items():
         argument = bound.get(name)
         if count > 1 and argument is not None and argument.given and not is_pure(argument.node):
-            raise _Refused(f"`{argument.text}` would be written {count} times; it is not a plain name "
-                           f"or attribute, so that would compute it {count} times")
+            raise _Refused(
+                f"`{argument.text}` would be written {count} times; it is not a plain name "
+                f"or attribute, so that would compute it {count} times"
+            )
 
 
-def _template_edits(entry: Rewrite, site: CallSite, bound: dict, derived: dict,
-                    modules: dict) -> tuple[ast.AST, list, str]:
+def _template_edits(
+    entry: Rewrite, site: CallSite, bound: Bound, derived: dict[str, Value], modules: dict[str, Value]
+) -> tuple[ast.expr, list[TextEdit], str]:
     given = {name for name, argument in bound.items() if argument.given}
-    template = expand_optional(entry.template, given)
+    template = expand_optional(entry.template or "", given)
     _require_pure([template], bound)
     values = {**_argument_values(bound), **derived, **modules}
     try:
@@ -266,11 +296,13 @@ def _template_edits(entry: Rewrite, site: CallSite, bound: dict, derived: dict,
     return site.node, [TextEdit(replaced[0], replaced[1], piece)], new_text
 
 
-def _wrap_edits(entry: Rewrite, site: CallSite, bound: dict, modules: dict) -> tuple[ast.AST, list, str]:
+def _wrap_edits(
+    entry: Rewrite, site: CallSite, bound: Bound, modules: dict[str, Value]
+) -> tuple[ast.expr, list[TextEdit], str]:
     file = site.file
     _require_pure([*entry.wrap.values(), entry.suffix], bound)
     values = {**_argument_values(bound), **modules}
-    edits = []
+    edits: list[TextEdit] = []
     for name, template in entry.wrap.items():
         argument = bound[name]
         if not argument.given:
@@ -283,46 +315,52 @@ def _wrap_edits(entry: Rewrite, site: CallSite, bound: dict, modules: dict) -> t
         edits.append(TextEdit(argument.start + head, argument.start + tail, piece))
     for name in entry.drop:
         edits.append(_drop_edit(site, bound, name))
-    node: ast.AST = site.node
+    node: ast.expr = site.node
     if entry.suffix:
         if entry.fields:
             node = _field_access(site.node, entry.fields)
         start, end = file.offsets(node)
         node_text = file.text[start:end]
         try:
-            rendered = render("{_atenlint_node}" + entry.suffix,
-                              {**values, "_atenlint_node": Value(node_text, node)})
+            rendered = render("{_atenlint_node}" + entry.suffix, {**values, "_atenlint_node": Value(node_text, node)})
         except RenderError as error:
             raise _Refused(str(error)) from None
         if not rendered.startswith(node_text):
             raise _Refused("the suffix cannot follow the call as written")
-        edits.append(TextEdit(end, end, rendered[len(node_text):]))
+        edits.append(TextEdit(end, end, rendered[len(node_text) :]))
     start, end = file.offsets(node)
     local = [TextEdit(e.start - start, e.end - start, e.new_text) for e in edits]
     return node, edits, apply_edits(file.text[start:end], local)
 
 
-def _field_access(call: ast.Call, fields: tuple) -> ast.AST:
+def _field_access(call: ast.Call, fields: tuple[str, ...]) -> ast.expr:
     """`torch.linalg.eigh(A).eigenvalues` or `torch.mode(x)[0]`: the access that takes one
     tensor out of a call returning several."""
     outer = parent(call)
     if isinstance(outer, ast.Attribute) and outer.value is call and outer.attr in fields:
         return outer
-    if isinstance(outer, ast.Subscript) and outer.value is call and isinstance(outer.slice, ast.Constant) \
-            and isinstance(outer.slice.value, int) and not isinstance(outer.slice.value, bool):
+    if (
+        isinstance(outer, ast.Subscript)
+        and outer.value is call
+        and isinstance(outer.slice, ast.Constant)
+        and isinstance(outer.slice.value, int)
+        and not isinstance(outer.slice.value, bool)
+    ):
         return outer
-    raise _Refused("the call returns several tensors and none of them is taken right here "
-                   f"(`.{fields[0]}`, `[0]`, ...)")
+    raise _Refused(
+        f"the call returns several tensors and none of them is taken right here (`.{fields[0]}`, `[0]`, ...)"
+    )
 
 
-def _drop_edit(site: CallSite, bound: dict, name: str) -> TextEdit:
+def _drop_edit(site: CallSite, bound: Bound, name: str) -> TextEdit:
     """Delete `name=...` with the comma that separates it (only a keyword can be dropped)."""
     file = site.file
     argument = bound[name]
     keyword = next((k for k in site.node.keywords if k.arg == name), None)
     if keyword is None or not argument.given:
         raise _Refused(f"`{name}` is not written as a keyword argument")
-    items = sorted([*site.node.args, *site.node.keywords], key=lambda n: (n.lineno, n.col_offset))
+    written: list[ast.expr | ast.keyword] = [*site.node.args, *site.node.keywords]
+    items = sorted(written, key=lambda n: (n.lineno, n.col_offset))
     index = next(i for i, item in enumerate(items) if item is keyword)
     key_start, key_end = file.offsets(keyword)
     if index > 0:
@@ -337,7 +375,9 @@ def _drop_edit(site: CallSite, bound: dict, name: str) -> TextEdit:
     return TextEdit(start, end, "")
 
 
-def _verified(file: FileContext, node: ast.AST, edits: list, new_node_text: str, import_edits: list) -> list:
+def _verified(
+    file: FileContext, node: ast.expr, edits: list[TextEdit], new_node_text: str, import_edits: list[TextEdit]
+) -> list[TextEdit]:
     """The edits, once the edited code is proven to parse to the original statement with
     `node` replaced by the new expression; else parenthesised once more; else refused.
 
@@ -353,7 +393,9 @@ def _verified(file: FileContext, node: ast.AST, edits: list, new_node_text: str,
         raise _Refused("the replacement does not parse")
     top = _top_statement(node)
     expected = _dump_swapped(node, expected_node, top)
-    first = min([top] + list(getattr(top, "decorator_list", [])), key=lambda n: (n.lineno, n.col_offset))
+    decorators = top.decorator_list if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
+    spanned: list[SpannedNode] = [top, *decorators]
+    first = min(spanned, key=lambda n: (n.lineno, n.col_offset))
     span_start, span_end = file.offsets(first)[0], file.offsets(top)[1]
     node_start, node_end = file.offsets(node)
     for attempt in (edits, [TextEdit(node_start, node_end, f"({new_node_text})")]):
@@ -369,51 +411,59 @@ def _verified(file: FileContext, node: ast.AST, edits: list, new_node_text: str,
     raise _Refused("the rewritten code would not parse to the intended code")
 
 
-def _top_statement(node: ast.AST) -> ast.AST:
-    current = node
-    while not isinstance(parent(current), ast.Module):
-        current = parent(current)
+def _top_statement(node: ast.AST) -> ast.stmt:
+    current, above = node, parent(node)
+    while above is not None and not isinstance(above, ast.Module):
+        current, above = above, parent(above)
+    if not isinstance(current, ast.stmt):
+        raise _Refused("the call is not inside a statement")
     return current
 
 
 def _dump_swapped(node: ast.AST, replacement: ast.expr, top: ast.AST) -> str:
     """`ast.dump(top)` as if `node` were `replacement` (the private tree is restored)."""
     holder = parent(node)
-    swapped = []
+    if holder is None:
+        raise _Refused("the call has no enclosing node")
+    swapped: list[tuple[str, int | None]] = []
     for field, value in ast.iter_fields(holder):
         if value is node:
             setattr(holder, field, replacement)
             swapped.append((field, None))
         elif isinstance(value, list) and any(item is node for item in value):
-            index = next(i for i, item in enumerate(value) if item is node)
-            value[index] = replacement
-            swapped.append((field, index))
+            position = next(i for i, item in enumerate(value) if item is node)
+            value[position] = replacement
+            swapped.append((field, position))
     try:
         return ast.dump(top)
     finally:
-        for field, index in swapped:
-            if index is None:
+        for field, place in swapped:
+            if place is None:
                 setattr(holder, field, node)
             else:
-                getattr(holder, field)[index] = node
+                getattr(holder, field)[place] = node
 
 
-def _cpu_directive(file: FileContext, finding: Finding, edits: list, by_line: dict) -> TextEdit:
+def _cpu_directive(file: FileContext, finding: Finding, edits: list[TextEdit], by_line: FindingsByLine) -> TextEdit:
     """`# atenlint: ignore[MPS001] runs on the CPU on purpose` at the end of the call's first
     line: after an explicit round trip the op no longer falls back, but the capture still
     sees it. Refused when another finding with the same code shares the line (it would be
     hidden too)."""
     line = finding.range.start.line
     for other in by_line.get((finding.abs_path, line), []):
-        if other is not finding and other.target == finding.target and other.code == finding.code \
-                and other.range != finding.range:
+        if (
+            other is not finding
+            and other.target == finding.target
+            and other.code == finding.code
+            and other.range != finding.range
+        ):
             raise _Refused(f"another {finding.code} finding on this line would be silenced too")
     line_start = file.index.starts[line]
     line_end = line_start + len(file.index.line_text(line))
     if any(e.start < line_end < e.end for e in edits):
         raise _Refused("the rewrite replaces the end of the call's first line")
     comments = [span for span in file.comments if line_start <= span[0] < line_end]
-    existing = file.text[comments[-1][0]:comments[-1][1]] if comments else ""
+    existing = file.text[comments[-1][0] : comments[-1][1]] if comments else ""
     match = re.search(r"#\s*atenlint:\s*ignore(\[(?P<items>[^\]]*)\])?", existing)
     if match and match.group("items") is None:
         raise _Refused("the line already ignores every finding")
@@ -436,10 +486,11 @@ def _cpu_directive(file: FileContext, finding: Finding, edits: list, by_line: di
 
 def _preview(text: str, limit: int = 72) -> str:
     flat = re.sub(r"\s+", " ", text).strip()
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _description(entry: Rewrite) -> str:
-    exactness = ("Exact: the same result to floating-point round-off." if entry.exact else
-                 f"Approximate: {entry.approximation}")
+    exactness = (
+        "Exact: the same result to floating-point round-off." if entry.exact else f"Approximate: {entry.approximation}"
+    )
     return f"{entry.why[0].upper()}{entry.why[1:]}. {exactness} Checked by atenlint's tests: {entry.equivalence}."

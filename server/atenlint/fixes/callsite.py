@@ -12,31 +12,30 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..locate import dotted_name
-from ..sourcetext import Range, SourceText
-from .edits import LineIndex, token_spans
-from .imports import Bindings, canonical, scope_names
+from ..sourcetext import Range, SourceText, SpannedNode
+from .edits import LineIndex, Spans, token_spans
+from .imports import Bindings, Scope, canonical, scope_names
 from .model import Signature
 
 _PARENT = "_atenlint_parent"
 
 
-def parent(node: ast.AST) -> Optional[ast.AST]:
+def parent(node: ast.AST) -> ast.AST | None:
     return getattr(node, _PARENT, None)
 
 
 class FileContext:
     """One file's text, a private syntax tree (with parent links) and its imports."""
 
-    def __init__(self, source: SourceText, tree: ast.Module):
+    def __init__(self, source: SourceText, tree: ast.Module) -> None:
         self.source = source
         self.text = source.text
         self.index = LineIndex(source.text)
         self.tree = tree
         self.bindings = Bindings.of(tree)
-        self._tokens: Optional[tuple] = None
+        self._tokens: tuple[Spans, Spans] | None = None
         self._tokens_read = False
         self._by_range: dict[Range, list[ast.AST]] = {}
         for node in ast.walk(tree):
@@ -46,39 +45,39 @@ class FileContext:
                 self._by_range.setdefault(source.node_range(node), []).append(node)
 
     @staticmethod
-    def build(source: SourceText) -> Optional["FileContext"]:
+    def build(source: SourceText) -> FileContext | None:
         try:
             tree = ast.parse(source.text)  # our own copy: edits are verified by mutating it
         except (SyntaxError, ValueError):
             return None
         return FileContext(source, tree)
 
-    def _spans(self) -> tuple:
+    def _spans(self) -> tuple[Spans, Spans]:
         if not self._tokens_read:
             self._tokens = token_spans(self.text)
             self._tokens_read = True
         return self._tokens if self._tokens is not None else ([], [])
 
     @property
-    def comments(self) -> list:
+    def comments(self) -> Spans:
         """(start, end) of every comment."""
         return self._spans()[0]
 
     @property
-    def multiline_strings(self) -> list:
+    def multiline_strings(self) -> Spans:
         """(start, end) of every string literal that spans lines."""
         return self._spans()[1]
 
-    def call_at(self, rng: Range) -> Optional[ast.Call]:
+    def call_at(self, rng: Range) -> ast.Call | None:
         """The call expression a finding's range covers (the outermost, for `f(x)(y)`)."""
         calls = [n for n in self._by_range.get(rng, []) if isinstance(n, ast.Call)]
         return calls[0] if calls else None
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: SpannedNode) -> str:
         start, end = self.index.node_offsets(node)
         return self.text[start:end]
 
-    def offsets(self, node: ast.AST) -> tuple[int, int]:
+    def offsets(self, node: SpannedNode) -> tuple[int, int]:
         return self.index.node_offsets(node)
 
 
@@ -94,18 +93,21 @@ class Argument:
     end: int = -1
 
 
+Bound = dict[str, Argument]  # parameter name -> the argument Python binds to it
+
+
 @dataclass
 class CallSite:
     file: FileContext
     node: ast.Call
     form: str  # "function" | "method" | "module"
     name: str  # canonical function, Tensor method name, or nn.Module class
-    receiver: Optional[ast.expr] = None  # x in x.take(i); self.pool in self.pool(x)
-    constructor: Optional[ast.Call] = None  # nn.AdaptiveAvgPool3d(...) for self.pool(x)
-    function: Optional[ast.AST] = None  # the enclosing function
-    shadowed: set = field(default_factory=set)  # names the enclosing function rebinds
+    receiver: ast.expr | None = None  # x in x.take(i); self.pool in self.pool(x)
+    constructor: ast.Call | None = None  # nn.AdaptiveAvgPool3d(...) for self.pool(x)
+    function: Scope | None = None  # the enclosing function
+    shadowed: set[str] = field(default_factory=set)  # names the enclosing function rebinds
 
-    def bind(self, signature: Signature, module_signature: Optional[Signature] = None) -> Optional[dict]:
+    def bind(self, signature: Signature, module_signature: Signature | None = None) -> Bound | None:
         """Parameter name -> Argument, as Python binds this call (None: it cannot be done
         statically, or the call does not match the signature)."""
         if self.form == "module":
@@ -123,18 +125,17 @@ class CallSite:
         receiver = self.receiver if self.form == "method" else None
         return _bind_call(self.file, self.node, signature, receiver)
 
-    def extra_arguments(self, bound: dict) -> list[tuple[Optional[str], ast.expr]]:
+    def extra_arguments(self, bound: Bound) -> list[tuple[str | None, ast.expr]]:
         """(keyword or None, expression) of the call's arguments that no named parameter
         took (they are passed through untouched)."""
         taken = {id(a.node) for a in bound.values() if a.given}
         calls = [self.node] + ([self.constructor] if self.form == "module" and self.constructor is not None else [])
-        values = [(None, a) for call in calls for a in call.args] + \
-                 [(k.arg, k.value) for call in calls for k in call.keywords]
+        values: list[tuple[str | None, ast.expr]] = [(None, a) for call in calls for a in call.args]
+        values += [(k.arg, k.value) for call in calls for k in call.keywords]
         return [(name, value) for name, value in values if id(value) not in taken]
 
 
-def _bind_call(file: FileContext, call: ast.Call, signature: Signature,
-               receiver: Optional[ast.expr]) -> Optional[dict]:
+def _bind_call(file: FileContext, call: ast.Call, signature: Signature, receiver: ast.expr | None) -> Bound | None:
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
     parameters = list(signature.parameters)
@@ -150,13 +151,13 @@ def _bind_call(file: FileContext, call: ast.Call, signature: Signature,
             return None
     names = {p.name for p in parameters}
     for keyword in call.keywords:
-        if keyword.arg in values:
-            return None  # given twice: Python raises TypeError
+        if keyword.arg is None or keyword.arg in values:
+            return None  # **kwargs (refused above), or given twice: Python raises TypeError
         if keyword.arg in names:
             values[keyword.arg] = keyword.value
         elif not signature.extra_keywords:
             return None
-    bound = {}
+    bound: Bound = {}
     for parameter in parameters:
         if parameter.name in values:
             node = values[parameter.name]
@@ -170,22 +171,27 @@ def _bind_call(file: FileContext, call: ast.Call, signature: Signature,
     return bound
 
 
-def call_site(file: FileContext, call: ast.Call) -> Optional[CallSite]:
+def call_site(file: FileContext, call: ast.Call) -> CallSite | None:
     """What the call is, when that can be known from this file alone."""
-    function = _enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-    shadowed = set()
+    function = _enclosing_scope(call)
+    shadowed: set[str] = set()
     scope = function
     while scope is not None:
         shadowed |= scope_names(scope)
-        scope = _enclosing(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        scope = _enclosing_scope(scope)
     func = call.func
     dotted = dotted_name(func)
     if dotted is not None:
         resolved = file.bindings.resolve(dotted, shadowed)
         if resolved is not None:
             return CallSite(file, call, "function", resolved, function=function, shadowed=shadowed)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and function is not None \
-                and isinstance(parent(function), ast.ClassDef) and _first_parameter(function) == func.value.id:
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and function is not None
+            and isinstance(parent(function), ast.ClassDef)
+            and _first_parameter(function) == func.value.id
+        ):
             constructor = _constructor(file, call, func.attr, func.value.id)
             if constructor is None:
                 return None
@@ -193,8 +199,16 @@ def call_site(file: FileContext, call: ast.Call) -> Optional[CallSite]:
             cls = file.bindings.resolve(constructed, set()) if constructed else None
             if cls is None:
                 return None
-            return CallSite(file, call, "module", canonical(cls), receiver=func, constructor=constructor,
-                            function=function, shadowed=shadowed)
+            return CallSite(
+                file,
+                call,
+                "module",
+                canonical(cls),
+                receiver=func,
+                constructor=constructor,
+                function=function,
+                shadowed=shadowed,
+            )
     if isinstance(func, ast.Attribute):
         head = dotted.split(".")[0] if dotted else None
         if head is not None and head in file.bindings.imported and head not in shadowed:
@@ -203,27 +217,38 @@ def call_site(file: FileContext, call: ast.Call) -> Optional[CallSite]:
     return None
 
 
-def _enclosing(node: ast.AST, kinds) -> Optional[ast.AST]:
+def _enclosing_scope(node: ast.AST) -> Scope | None:
     current = parent(node)
-    while current is not None and not isinstance(current, kinds):
+    while current is not None:
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return current
         current = parent(current)
-    return current
+    return None
 
 
-def _first_parameter(function: ast.AST) -> Optional[str]:
+def _enclosing_class(node: ast.AST) -> ast.ClassDef | None:
+    current = parent(node)
+    while current is not None:
+        if isinstance(current, ast.ClassDef):
+            return current
+        current = parent(current)
+    return None
+
+
+def _first_parameter(function: Scope) -> str | None:
     spec = function.args
     arguments = spec.posonlyargs + spec.args
     return arguments[0].arg if arguments else None
 
 
-def _constructor(file: FileContext, call: ast.Call, attribute: str, self_name: str) -> Optional[ast.Call]:
+def _constructor(file: FileContext, call: ast.Call, attribute: str, self_name: str) -> ast.Call | None:
     """The single `self.<attribute> = Cls(...)` of the call's class (or of a base class
     defined in this file)."""
-    cls = _enclosing(call, ast.ClassDef)
-    seen = set()
+    cls = _enclosing_class(call)
+    seen: set[int] = set()
     while cls is not None and id(cls) not in seen:
         seen.add(id(cls))
-        found = []
+        found: list[ast.expr | None] = []
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -231,18 +256,23 @@ def _constructor(file: FileContext, call: ast.Call, attribute: str, self_name: s
             for node in ast.walk(method):
                 targets, value = _assignment(node)
                 for target in targets:
-                    if isinstance(target, ast.Attribute) and target.attr == attribute \
-                            and isinstance(target.value, ast.Name) and target.value.id == owner:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and target.attr == attribute
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == owner
+                    ):
                         found.append(value)
                 if isinstance(node, ast.Call) and _sets_attribute_dynamically(node, attribute):
                     return None
         if found:
-            return found[0] if len(found) == 1 and isinstance(found[0], ast.Call) else None
+            first = found[0]
+            return first if len(found) == 1 and isinstance(first, ast.Call) else None
         cls = _base_in_file(file, cls)
     return None
 
 
-def _assignment(node: ast.AST) -> tuple[list, Optional[ast.expr]]:
+def _assignment(node: ast.AST) -> tuple[list[ast.expr], ast.expr | None]:
     if isinstance(node, ast.Assign):
         return node.targets, node.value
     if isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -260,7 +290,7 @@ def _sets_attribute_dynamically(call: ast.Call, attribute: str) -> bool:
     return any(isinstance(a, ast.Constant) and a.value == attribute for a in call.args)
 
 
-def _base_in_file(file: FileContext, cls: ast.ClassDef) -> Optional[ast.ClassDef]:
+def _base_in_file(file: FileContext, cls: ast.ClassDef) -> ast.ClassDef | None:
     names = [b.id for b in cls.bases if isinstance(b, ast.Name)]
     if len(names) != 1:
         return None

@@ -18,21 +18,29 @@ the first exact one.
 
 from __future__ import annotations
 
-from .model import EXPLAIN, SUPPRESS, CONFIG, Condition, Remedy, Rewrite
+from .model import CONFIG, EXPLAIN, SUPPRESS, Condition, Remedy, Rewrite
 
-_ROUND_TRIP_WHY = ("runs the op on the CPU on purpose: the input goes to the CPU with `.cpu()` and the result "
-                   "comes back with `.to(<input>.device)`. That is what PYTORCH_ENABLE_MPS_FALLBACK=1 does behind "
-                   "your back; written out, it needs no environment variable, raises no warning, and the copy "
-                   "to and from the GPU is visible where it costs")
-_ROUND_TRIP_EQUIVALENCE = ("identical results (the same CPU kernel the fallback runs); the test checks bitwise "
-                           "equality, dtype and shape on CPU")
+_ROUND_TRIP_WHY = (
+    "runs the op on the CPU on purpose: the input goes to the CPU with `.cpu()` and the result "
+    "comes back with `.to(<input>.device)`. That is what PYTORCH_ENABLE_MPS_FALLBACK=1 does behind "
+    "your back; written out, it needs no environment variable, raises no warning, and the copy "
+    "to and from the GPU is visible where it costs"
+)
+_ROUND_TRIP_EQUIVALENCE = (
+    "identical results (the same CPU kernel the fallback runs); the test checks bitwise "
+    "equality, dtype and shape on CPU"
+)
 
-_INTERPOLATE = ("input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
-                "recompute_scale_factor=None, antialias=False")
+_INTERPOLATE = (
+    "input, size=None, scale_factor=None, mode='nearest', align_corners=None, "
+    "recompute_scale_factor=None, antialias=False"
+)
 # Both filters give each output a weighted average of nearby inputs (weights summing to 1),
 # so two outputs differ by at most (sum |w| + sum |v|) / 2 times the input's range.
-_ANTIALIAS_EQUIVALENCE = ("equal to float round-off (bilinear, no size reduced) and within the stated bound of the "
-                          "input's range otherwise, over float32/float64 images of several sizes, up and down")
+_ANTIALIAS_EQUIVALENCE = (
+    "equal to float round-off (bilinear, no size reduced) and within the stated bound of the "
+    "input's range otherwise, over float32/float64 images of several sizes, up and down"
+)
 
 REWRITES: tuple[Rewrite, ...] = (
     Rewrite(
@@ -46,9 +54,9 @@ REWRITES: tuple[Rewrite, ...] = (
         template="{input}.reshape(-1)[{index}]",
         exact=True,
         why="`take` reads the tensor as if it were 1-D; `reshape(-1)` and advanced indexing gather the same "
-            "elements into the index's shape (negative indices count from the end in both)",
+        "elements into the index's shape (negative indices count from the end in both)",
         equivalence="bitwise equal over float32/float64/int64 inputs of 0-4 dimensions and random (also "
-                    "negative) indices of several shapes",
+        "negative) indices of several shapes",
         torch_versions={"mps": ">=2.0,<2.15"},
     ),
     Rewrite(
@@ -60,13 +68,13 @@ REWRITES: tuple[Rewrite, ...] = (
         methods=("put",),
         signature="input, index, source, accumulate=False",
         template="{input}.reshape(-1).index_put(({index}.reshape(-1),), {source}.reshape(-1), "
-                 "{accumulate}).reshape({input}.shape)",
+        "{accumulate}).reshape({input}.shape)",
         exact=True,
         why="`put` writes `source` into the tensor read as 1-D; `index_put` on the flattened tensor does the "
-            "same (also with accumulate=True) and reshaping gives back the input's shape",
+        "same (also with accumulate=True) and reshaping gives back the input's shape",
         equivalence="bitwise equal (accumulate=False, distinct and negative indices) or within float round-off, "
-                    "rtol and atol 1e-6 float32, 1e-14 float64 (accumulate=True, repeated indices: the summation "
-                    "order may differ) over float32/float64 inputs of 1-3 dimensions",
+        "rtol and atol 1e-6 float32, 1e-14 float64 (accumulate=True, repeated indices: the summation "
+        "order may differ) over float32/float64 inputs of 1-3 dimensions",
         torch_versions={"mps": ">=2.0,<2.15"},
     ),
     Rewrite(
@@ -77,13 +85,13 @@ REWRITES: tuple[Rewrite, ...] = (
         methods=("put_",),
         signature="input, index, source, accumulate=False",
         template="{input}.copy_({input}.reshape(-1).index_put(({index}.reshape(-1),), {source}.reshape(-1), "
-                 "{accumulate}).reshape({input}.shape))",
+        "{accumulate}).reshape({input}.shape))",
         exact=True,
         why="the same as `put-index-put`, copied back into the tensor in place (`copy_` returns it, as "
-            "`put_` does), so it also works on non-contiguous tensors",
+        "`put_` does), so it also works on non-contiguous tensors",
         equivalence="bitwise equal result, in-place update and identity of the returned tensor (accumulate=False, "
-                    "on a transposed, non-contiguous view), float round-off as for put with accumulate=True, over "
-                    "float32/float64 inputs of several shapes",
+        "on a transposed, non-contiguous view), float round-off as for put with accumulate=True, over "
+        "float32/float64 inputs of several shapes",
         torch_versions={"mps": ">=2.0,<2.15"},
     ),
     Rewrite(
@@ -98,9 +106,9 @@ REWRITES: tuple[Rewrite, ...] = (
         when=(Condition("absent", ("out",)),),
         exact=True,
         why="heaviside is `values` where the input is 0, 1 where it is positive and 0 elsewhere (NaN "
-            "included); `where` with two comparisons says exactly that and broadcasts the same way",
+        "included); `where` with two comparisons says exactly that and broadcasts the same way",
         equivalence="bitwise equal over float32/float64/int64 inputs with zeros, negative zeros and NaN, "
-                    "broadcast values",
+        "broadcast values",
         torch_versions={"mps": ">=2.0,<2.15"},
     ),
     Rewrite(
@@ -110,16 +118,19 @@ REWRITES: tuple[Rewrite, ...] = (
         ops=("aten::logspace.out", "aten::logspace"),
         functions=("torch.logspace",),
         signature="start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, "
-                  "requires_grad=False, pin_memory=False",
+        "requires_grad=False, pin_memory=False",
         template="{torch}.pow({base}, {torch}.linspace({start}, {end}, {steps}[?, dtype={dtype}?]"
-                 "[?, layout={layout}?][?, device={device}?][?, pin_memory={pin_memory}?]))",
-        when=(Condition("absent", ("out",)), Condition("literal", ("requires_grad", False)),
-              Condition("float_dtype", ("dtype",))),
+        "[?, layout={layout}?][?, device={device}?][?, pin_memory={pin_memory}?]))",
+        when=(
+            Condition("absent", ("out",)),
+            Condition("literal", ("requires_grad", False)),
+            Condition("float_dtype", ("dtype",)),
+        ),
         exact=True,
         why="logspace is base ** linspace(start, end, steps) by definition; linspace and pow with a scalar "
-            "base have MPS kernels",
+        "base have MPS kernels",
         equivalence="relative error within 8 ulp of the dtype (float32, float64, float16, bfloat16) over "
-                    "random start/end/steps/base",
+        "random start/end/steps/base",
         torch_versions={"mps": ">=2.1,<2.15"},
     ),
     Rewrite(
@@ -130,16 +141,16 @@ REWRITES: tuple[Rewrite, ...] = (
         functions=("torch.special.log_ndtr",),
         signature="input, *, out=None",
         template="{torch}.where({input} < -1, "
-                 "{torch}.log({torch}.special.erfcx(-{input}.clamp(max=-1.0) * 0.7071067811865476) / 2)"
-                 " - {input}.clamp(max=-1.0) ** 2 / 2, "
-                 "{torch}.log1p(-{torch}.special.erfc({input}.clamp(min=-1.0) * 0.7071067811865476) / 2))",
+        "{torch}.log({torch}.special.erfcx(-{input}.clamp(max=-1.0) * 0.7071067811865476) / 2)"
+        " - {input}.clamp(max=-1.0) ** 2 / 2, "
+        "{torch}.log1p(-{torch}.special.erfc({input}.clamp(min=-1.0) * 0.7071067811865476) / 2))",
         when=(Condition("absent", ("out",)),),
         exact=True,
         why="the same two-branch formula torch's own kernel uses: below -1, log(erfcx(-x/√2)/2) - x²/2 (no "
-            "underflow far in the left tail); above, log1p(-erfc(x/√2)/2). Each branch's input is clamped to "
-            "its side so the branch not taken never produces inf or NaN (which would poison gradients)",
+        "underflow far in the left tail); above, log1p(-erfc(x/√2)/2). Each branch's input is clamped to "
+        "its side so the branch not taken never produces inf or NaN (which would poison gradients)",
         equivalence="relative error within 8 ulp (float32, float64, and integers, which promote alike) over "
-                    "[-40, 10], random normals and the branch point -1, with ±inf and NaN mapped alike",
+        "[-40, 10], random normals and the branch point -1, with ±inf and NaN mapped alike",
         torch_versions={"mps": ">=2.11"},
     ),
     Rewrite(
@@ -149,23 +160,27 @@ REWRITES: tuple[Rewrite, ...] = (
         ops=("aten::_pdist_forward", "aten::pdist"),
         functions=("torch.pdist", "torch.nn.functional.pdist"),
         signature="input, p=2.0",
-        template="{torch}.cdist({input}, {input}, p={p}, compute_mode=\"donot_use_mm_for_euclid_dist\")"
-                 "[{torch}.ones({input}.shape[0], {input}.shape[0], dtype={torch}.bool, "
-                 "device={input}.device).triu(1)]",
+        template='{torch}.cdist({input}, {input}, p={p}, compute_mode="donot_use_mm_for_euclid_dist")'
+        "[{torch}.ones({input}.shape[0], {input}.shape[0], dtype={torch}.bool, "
+        "device={input}.device).triu(1)]",
         exact=True,
         why="pdist is the strictly upper triangle of the pairwise-distance matrix in row-major order, which "
-            "is the order a boolean mask selects in; `donot_use_mm_for_euclid_dist` keeps cdist on the "
-            "direct difference formula pdist uses (the matmul shortcut loses precision)",
+        "is the order a boolean mask selects in; `donot_use_mm_for_euclid_dist` keeps cdist on the "
+        "direct difference formula pdist uses (the matmul shortcut loses precision)",
         equivalence="equal within float round-off (rtol 1e-5 and atol 1e-6 float32, 1e-12 float64) for p in "
-                    "{0, 1, 1.5, 2, 3, inf} over 0-12 rows of 1-7 features, repeated rows included",
+        "{0, 1, 1.5, 2, 3, inf} over 0-12 rows of 1-7 features, repeated rows included",
         torch_versions={"mps": ">=2.0"},
     ),
     Rewrite(
         id="adaptive-avg-pool3d-avg-pool3d",
         title="Average over fixed windows with `avg_pool3d`",
         targets=("mps", "coreml", "onnx"),
-        ops=("aten::_adaptive_avg_pool3d", "aten::adaptive_avg_pool3d", "aten::adaptive_avg_pool3d.out",
-             "aten::_adaptive_avg_pool3d.out"),
+        ops=(
+            "aten::_adaptive_avg_pool3d",
+            "aten::adaptive_avg_pool3d",
+            "aten::adaptive_avg_pool3d.out",
+            "aten::_adaptive_avg_pool3d.out",
+        ),
         functions=("torch.nn.functional.adaptive_avg_pool3d",),
         modules=("torch.nn.AdaptiveAvgPool3d",),
         signature="input, output_size",
@@ -175,11 +190,11 @@ REWRITES: tuple[Rewrite, ...] = (
         only_while="only for {size} inputs, the traced size: at other sizes the output shape changes",
         exact=True,
         why="when every output size divides the input size, each adaptive window is the fixed block "
-            "input // output, which avg_pool3d with that kernel (and the same stride) averages. Offered only "
-            "when the input's shape is known (a trace capture)",
+        "input // output, which avg_pool3d with that kernel (and the same stride) averages. Offered only "
+        "when the input's shape is known (a trace capture)",
         equivalence="equal within float round-off (rtol and atol 1e-6 float32, 1e-14 float64: the window sums "
-                    "may add in another order) over 4-D and 5-D inputs with dividing output sizes (None keeps a "
-                    "size); refused for sizes that do not divide",
+        "may add in another order) over 4-D and 5-D inputs with dividing output sizes (None keeps a "
+        "size); refused for sizes that do not divide",
         torch_versions={"mps": ">=2.9"},
     ),
     Rewrite(
@@ -197,7 +212,7 @@ REWRITES: tuple[Rewrite, ...] = (
         when=(Condition("literal", ("return_indices", False)),),
         exact=True,
         why="as for the average: dividing sizes make the adaptive windows fixed blocks, and max_pool3d "
-            "propagates NaN the same way. Offered only when the input's shape is known",
+        "propagates NaN the same way. Offered only when the input's shape is known",
         equivalence="bitwise equal over 4-D and 5-D inputs with NaN, dividing output sizes",
         torch_versions={"mps": ">=2.9"},
     ),
@@ -212,33 +227,32 @@ REWRITES: tuple[Rewrite, ...] = (
         when=(Condition("absent", ("out",)),),
         exact=False,
         approximation="Φ⁻¹(p) = √2·erfinv(2p − 1) exactly, but 2p − 1 rounds away p's low bits near 0: the "
-                      "absolute error is at most 2·ε/φ(Φ⁻¹(p)) + 4·ε·(1 + |Φ⁻¹(p)|) (ε the dtype's machine "
-                      "epsilon, φ the normal density) — below 1e-5 for p in [1e-3, 1 − 1e-3] in float32, about "
-                      "3e-5 at p = 1e-4 and 3e-3 at p = 1e-6; 1e-13 at p = 1e-5 in float64. At or below p = ε/8 "
-                      "(1.5e-8 in float32, 2.8e-17 in float64) 2p − 1 rounds to −1 and the result is −inf "
-                      "where ndtri is finite. ±inf at 0 and 1 and NaN outside [0, 1], as ndtri",
+        "absolute error is at most 2·ε/φ(Φ⁻¹(p)) + 4·ε·(1 + |Φ⁻¹(p)|) (ε the dtype's machine "
+        "epsilon, φ the normal density) — below 1e-5 for p in [1e-3, 1 − 1e-3] in float32, about "
+        "3e-5 at p = 1e-4 and 3e-3 at p = 1e-6; 1e-13 at p = 1e-5 in float64. At or below p = ε/8 "
+        "(1.5e-8 in float32, 2.8e-17 in float64) 2p − 1 rounds to −1 and the result is −inf "
+        "where ndtri is finite. ±inf at 0 and 1 and NaN outside [0, 1], as ndtri",
         why="erfinv has an MPS kernel; ndtri (Cephes rational approximations) does not",
         equivalence="absolute error within the stated bound over random, grid and log-spaced p in [0, 1] "
-                    "(float32, float64); −inf exactly where p ≤ ε/8; identical ±inf/NaN at and outside the ends",
+        "(float32, float64); −inf exactly where p ≤ ε/8; identical ±inf/NaN at and outside the ends",
         torch_versions={"mps": ">=2.1"},
     ),
     Rewrite(
         id="interpolate-bilinear-without-antialias",
         title="Resample without antialiasing (approximate when downsampling)",
         targets=("mps",),
-        ops=("aten::_upsample_bilinear2d_aa.out", "aten::_upsample_bilinear2d_aa",
-             "aten::_upsample_bilinear2d_aa.vec"),
+        ops=("aten::_upsample_bilinear2d_aa.out", "aten::_upsample_bilinear2d_aa", "aten::_upsample_bilinear2d_aa.vec"),
         functions=("torch.nn.functional.interpolate",),
         signature=_INTERPOLATE,
         drop=("antialias",),
         when=(Condition("literal", ("antialias", True)), Condition("literal", ("mode", "bilinear"))),
         exact=False,
         approximation="equal to float round-off when no output size is smaller than the input's (antialiasing "
-                      "only widens the filter when downsampling); when downsampling, the plain filter aliases: "
-                      "both filters average nearby inputs with non-negative weights, so an output differs by "
-                      "at most the input's range (max − min)",
+        "only widens the filter when downsampling); when downsampling, the plain filter aliases: "
+        "both filters average nearby inputs with non-negative weights, so an output differs by "
+        "at most the input's range (max − min)",
         why="MPS has plain bilinear resampling (upsample_bilinear2d) from torch 2.0 but the antialiased "
-            "kernel only from 2.7",
+        "kernel only from 2.7",
         equivalence=_ANTIALIAS_EQUIVALENCE,
         torch_versions={"mps": ">=2.0,<2.7"},
     ),
@@ -246,20 +260,19 @@ REWRITES: tuple[Rewrite, ...] = (
         id="interpolate-bicubic-without-antialias",
         title="Resample without antialiasing (approximate when downsampling)",
         targets=("mps",),
-        ops=("aten::_upsample_bicubic2d_aa.out", "aten::_upsample_bicubic2d_aa",
-             "aten::_upsample_bicubic2d_aa.vec"),
+        ops=("aten::_upsample_bicubic2d_aa.out", "aten::_upsample_bicubic2d_aa", "aten::_upsample_bicubic2d_aa.vec"),
         functions=("torch.nn.functional.interpolate",),
         signature=_INTERPOLATE,
         drop=("antialias",),
         when=(Condition("literal", ("antialias", True)), Condition("literal", ("mode", "bicubic"))),
         exact=False,
         approximation="differs also when upsampling: antialiased bicubic uses the cubic kernel with a = −0.5, "
-                      "the plain one a = −0.75; when downsampling the plain filter also aliases. Both average "
-                      "nearby inputs with weights summing to 1 whose absolute sums are at most 1.9 (plain) and "
-                      "1.6 (antialiased) in 2-D, so an output differs by at most twice the input's range "
-                      "(max − min)",
+        "the plain one a = −0.75; when downsampling the plain filter also aliases. Both average "
+        "nearby inputs with weights summing to 1 whose absolute sums are at most 1.9 (plain) and "
+        "1.6 (antialiased) in 2-D, so an output differs by at most twice the input's range "
+        "(max − min)",
         why="MPS has plain bicubic resampling (upsample_bicubic2d) from torch 2.6 but the antialiased "
-            "kernel only from 2.8",
+        "kernel only from 2.8",
         equivalence=_ANTIALIAS_EQUIVALENCE,
         torch_versions={"mps": ">=2.6,<2.8"},
     ),
@@ -267,12 +280,28 @@ REWRITES: tuple[Rewrite, ...] = (
         id="linalg-cpu-round-trip",
         title="Run it on the CPU explicitly",
         targets=("mps",),
-        ops=("aten::_linalg_svd.U", "aten::_linalg_svd", "aten::linalg_svd", "aten::linalg_svd.U",
-             "aten::_linalg_eigh.eigenvalues", "aten::_linalg_eigh", "aten::linalg_eig", "aten::linalg_eig.out",
-             "aten::linalg_matrix_exp", "aten::linalg_matrix_exp.out"),
-        functions=("torch.linalg.svdvals", "torch.linalg.eigvalsh", "torch.linalg.eigvals",
-                   "torch.linalg.matrix_exp", "torch.linalg.matrix_rank", "torch.linalg.cond",
-                   "torch.linalg.matrix_norm", "torch.linalg.norm"),
+        ops=(
+            "aten::_linalg_svd.U",
+            "aten::_linalg_svd",
+            "aten::linalg_svd",
+            "aten::linalg_svd.U",
+            "aten::_linalg_eigh.eigenvalues",
+            "aten::_linalg_eigh",
+            "aten::linalg_eig",
+            "aten::linalg_eig.out",
+            "aten::linalg_matrix_exp",
+            "aten::linalg_matrix_exp.out",
+        ),
+        functions=(
+            "torch.linalg.svdvals",
+            "torch.linalg.eigvalsh",
+            "torch.linalg.eigvals",
+            "torch.linalg.matrix_exp",
+            "torch.linalg.matrix_rank",
+            "torch.linalg.cond",
+            "torch.linalg.matrix_norm",
+            "torch.linalg.norm",
+        ),
         signature="A, *args, **kwargs",
         wrap={"A": "{A}.cpu()"},
         suffix=".to({A}.device)",
@@ -280,7 +309,7 @@ REWRITES: tuple[Rewrite, ...] = (
         runs_on_cpu=True,
         exact=True,
         why=_ROUND_TRIP_WHY + "; torch has no MPS kernel for these decompositions (SVD, eigh and matrix_exp "
-            "before 2.14, eig in any release)",
+        "before 2.14, eig in any release)",
         equivalence=_ROUND_TRIP_EQUIVALENCE,
         torch_versions={"mps": ">=2.0"},
     ),
@@ -288,8 +317,16 @@ REWRITES: tuple[Rewrite, ...] = (
         id="linalg-decomposition-cpu-round-trip",
         title="Run it on the CPU explicitly",
         targets=("mps",),
-        ops=("aten::_linalg_svd.U", "aten::_linalg_svd", "aten::linalg_svd", "aten::linalg_svd.U",
-             "aten::_linalg_eigh.eigenvalues", "aten::_linalg_eigh", "aten::linalg_eig", "aten::linalg_eig.out"),
+        ops=(
+            "aten::_linalg_svd.U",
+            "aten::_linalg_svd",
+            "aten::linalg_svd",
+            "aten::linalg_svd.U",
+            "aten::_linalg_eigh.eigenvalues",
+            "aten::_linalg_eigh",
+            "aten::linalg_eig",
+            "aten::linalg_eig.out",
+        ),
         functions=("torch.linalg.svd", "torch.linalg.eigh", "torch.linalg.eig"),
         signature="A, *args, **kwargs",
         wrap={"A": "{A}.cpu()"},
@@ -299,7 +336,7 @@ REWRITES: tuple[Rewrite, ...] = (
         runs_on_cpu=True,
         exact=True,
         why=_ROUND_TRIP_WHY + ". These return several tensors: offered where one of them is taken "
-            "(`.S`, `.eigenvalues`, `[0]`), which is then moved back",
+        "(`.S`, `.eigenvalues`, `[0]`), which is then moved back",
         equivalence=_ROUND_TRIP_EQUIVALENCE,
         torch_versions={"mps": ">=2.0"},
     ),
@@ -318,7 +355,7 @@ REWRITES: tuple[Rewrite, ...] = (
         exact=True,
         why=_ROUND_TRIP_WHY + ". Both matrices move; offered where one field of the result is taken",
         equivalence="the same CPU kernel; LAPACK's least squares is not bitwise reproducible from one call to "
-                    "the next, so the test allows float round-off (rtol 1e-5 float32, 1e-12 float64)",
+        "the next, so the test allows float round-off (rtol 1e-5 float32, 1e-12 float64)",
         torch_versions={"mps": "<2.14"},
     ),
     Rewrite(
@@ -336,7 +373,7 @@ REWRITES: tuple[Rewrite, ...] = (
         runs_on_cpu=True,
         exact=True,
         why=_ROUND_TRIP_WHY + "; mode has no MPS kernel and no exact device formula (its tie-breaking is the "
-            "CPU kernel's)",
+        "CPU kernel's)",
         equivalence=_ROUND_TRIP_EQUIVALENCE,
         torch_versions={"mps": ">=2.0"},
     ),
@@ -394,8 +431,14 @@ REWRITES: tuple[Rewrite, ...] = (
         id="adaptive-pool3d-cpu-round-trip",
         title="Run it on the CPU explicitly",
         targets=("mps",),
-        ops=("aten::_adaptive_avg_pool3d", "aten::adaptive_avg_pool3d", "aten::adaptive_avg_pool3d.out",
-             "aten::_adaptive_avg_pool3d.out", "aten::adaptive_max_pool3d.out", "aten::adaptive_max_pool3d"),
+        ops=(
+            "aten::_adaptive_avg_pool3d",
+            "aten::adaptive_avg_pool3d",
+            "aten::adaptive_avg_pool3d.out",
+            "aten::_adaptive_avg_pool3d.out",
+            "aten::adaptive_max_pool3d.out",
+            "aten::adaptive_max_pool3d",
+        ),
         functions=("torch.nn.functional.adaptive_avg_pool3d", "torch.nn.functional.adaptive_max_pool3d"),
         modules=("torch.nn.AdaptiveAvgPool3d", "torch.nn.AdaptiveMaxPool3d"),
         signature="input, output_size, return_indices=False",
@@ -406,7 +449,7 @@ REWRITES: tuple[Rewrite, ...] = (
         runs_on_cpu=True,
         exact=True,
         why=_ROUND_TRIP_WHY + "; when the input's shape is known and the output size divides it, the "
-            "avg_pool3d/max_pool3d rewrites run on the GPU instead",
+        "avg_pool3d/max_pool3d rewrites run on the GPU instead",
         equivalence=_ROUND_TRIP_EQUIVALENCE,
         torch_versions={"mps": ">=2.0"},
     ),
@@ -420,10 +463,10 @@ REMEDIES: tuple[Remedy, ...] = (
         targets=("mps",),
         codes=("MPS001", "MPS002"),
         builder="silence_fallback_warning",
-        why="adds `warnings.filterwarnings(\"ignore\", message=...)` for exactly the fallback warning of these "
-            "overloads (torch words it \"The operator 'aten::X' is not currently supported on the MPS "
-            "backend and will fall back to run on the CPU.\"; warnings filters match the start of the "
-            "message, so no other warning is hidden). The op still runs on the CPU",
+        why='adds `warnings.filterwarnings("ignore", message=...)` for exactly the fallback warning of these '
+        "overloads (torch words it \"The operator 'aten::X' is not currently supported on the MPS "
+        'backend and will fall back to run on the CPU."; warnings filters match the start of the '
+        "message, so no other warning is hidden). The op still runs on the CPU",
     ),
     Remedy(
         id="enable-mps-fallback",
@@ -433,7 +476,7 @@ REMEDIES: tuple[Remedy, ...] = (
         codes=("MPS001",),
         builder="explain_mps_fallback",
         why="without the variable, an op with no MPS kernel raises NotImplementedError; torch reads it once, "
-            "when it loads its MPS backend (at `import torch`), so it must be set before that",
+        "when it loads its MPS backend (at `import torch`), so it must be set before that",
     ),
     Remedy(
         id="raise-onnx-opset",
@@ -443,7 +486,7 @@ REMEDIES: tuple[Remedy, ...] = (
         codes=("ONNX002",),
         builder="raise_onnx_opset",
         why="the exporter implements the op from a later opset than the one exported at: export with "
-            "`opset_version=N` and tell atenlint (`targets = [\"onnx:N\"]`)",
+        '`opset_version=N` and tell atenlint (`targets = ["onnx:N"]`)',
     ),
 )
 

@@ -9,9 +9,10 @@ offered only when its conditions are known to hold.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
+from ..finding_data import FindingData
 from ..locate import dotted_name
 from .callsite import Argument, CallSite
 
@@ -19,20 +20,27 @@ _UNKNOWN = object()
 
 # c10::ScalarType codes the capture records for dtype arguments.
 _FLOAT_SCALAR_TYPES = {5: "torch.float16", 6: "torch.float32", 7: "torch.float64", 15: "torch.bfloat16"}
-_FLOAT_DTYPES = {"torch.float16", "torch.half", "torch.float32", "torch.float", "torch.float64",
-                 "torch.double", "torch.bfloat16"}
+_FLOAT_DTYPES = {
+    "torch.float16",
+    "torch.half",
+    "torch.float32",
+    "torch.float",
+    "torch.float64",
+    "torch.double",
+    "torch.bfloat16",
+}
 
 
 @dataclass
 class Context:
     site: CallSite
-    bound: dict  # parameter -> Argument
-    data: dict  # the finding's data
+    bound: dict[str, Argument]  # parameter -> Argument
+    data: FindingData  # the finding's data
 
-    def value(self, name: str):
+    def value(self, name: str) -> object:
         """The argument's Python value when it is a literal in the source or a constant the
         capture recorded; `_UNKNOWN` otherwise."""
-        argument: Optional[Argument] = self.bound.get(name)
+        argument: Argument | None = self.bound.get(name)
         if argument is not None:
             literal = literal_value(argument.node)
             if literal is not _UNKNOWN:
@@ -42,7 +50,7 @@ class Context:
             return recorded[name]
         return _UNKNOWN
 
-    def dtype_name(self, name: str) -> Optional[str]:
+    def dtype_name(self, name: str) -> str | None:
         """`torch.float64` for a dtype argument written as one (or recorded by code)."""
         argument = self.bound.get(name)
         if argument is not None and argument.given:
@@ -57,7 +65,7 @@ class Context:
         return None
 
 
-def literal_value(node: Optional[ast.AST]):
+def literal_value(node: ast.AST | None) -> object:
     if node is None:
         return _UNKNOWN
     try:
@@ -69,7 +77,7 @@ def literal_value(node: Optional[ast.AST]):
 # -- checks ------------------------------------------------------------------------
 
 
-def absent(context: Context, name: str) -> Optional[str]:
+def absent(context: Context, name: str) -> str | None:
     argument = context.bound.get(name)
     if argument is None or not argument.given:
         return None
@@ -78,7 +86,7 @@ def absent(context: Context, name: str) -> Optional[str]:
     return f"`{name}=` is given"
 
 
-def literal(context: Context, name: str, *allowed) -> Optional[str]:
+def literal(context: Context, name: str, *allowed: object) -> str | None:
     value = context.value(name)
     if value is _UNKNOWN:
         return f"`{name}` is not a constant here"
@@ -88,7 +96,7 @@ def literal(context: Context, name: str, *allowed) -> Optional[str]:
     return None
 
 
-def float_dtype(context: Context, name: str) -> Optional[str]:
+def float_dtype(context: Context, name: str) -> str | None:
     argument = context.bound.get(name)
     written = argument is not None and argument.given and literal_value(argument.node) is not None
     if not written and (context.data.get("args") or {}).get(name) is None:
@@ -101,7 +109,7 @@ def float_dtype(context: Context, name: str) -> Optional[str]:
     return None
 
 
-def constant_except(context: Context, *tensors: str) -> Optional[str]:
+def constant_except(context: Context, *tensors: str) -> str | None:
     """Every argument but `tensors` is a constant (so none is a tensor on the device)."""
     recorded = context.data.get("args") or {}
     for name, argument in context.bound.items():
@@ -109,10 +117,13 @@ def constant_except(context: Context, *tensors: str) -> Optional[str]:
             continue
         if literal_value(argument.node) is _UNKNOWN and name not in recorded and not _torch_constant(context, argument):
             return f"`{name}` may be a tensor"
-    for name, node in context.site.extra_arguments(context.bound):
-        if literal_value(node) is _UNKNOWN and name not in recorded \
-                and not _torch_constant(context, Argument("", node, "", True)):
-            return f"`{name or ast.unparse(node)}` may be a tensor"
+    for keyword, node in context.site.extra_arguments(context.bound):
+        if (
+            literal_value(node) is _UNKNOWN
+            and keyword not in recorded
+            and not _torch_constant(context, Argument("", node, "", True))
+        ):
+            return f"`{keyword or ast.unparse(node)}` may be a tensor"
     return None
 
 
@@ -122,11 +133,16 @@ def _torch_constant(context: Context, argument: Argument) -> bool:
     if dotted is None:
         return False
     resolved = context.site.file.bindings.resolve(dotted, context.site.shadowed) or ""
-    return resolved in _FLOAT_DTYPES or resolved in ("torch.strided", "torch.contiguous_format",
-                                                      "torch.preserve_format", "torch.channels_last")
+    return resolved in _FLOAT_DTYPES or resolved in (
+        "torch.strided",
+        "torch.contiguous_format",
+        "torch.preserve_format",
+        "torch.channels_last",
+    )
 
 
-CHECKS: dict[str, Callable] = {
+# Each check takes the context and the entry's arguments for it (names, allowed values).
+CHECKS: dict[str, Callable[..., str | None]] = {
     "absent": absent,
     "literal": literal,
     "float_dtype": float_dtype,
@@ -137,7 +153,7 @@ CHECKS: dict[str, Callable] = {
 # -- derivations ---------------------------------------------------------------------
 
 
-def adaptive_pool_kernel_3d(context: Context) -> Optional[str]:
+def adaptive_pool_kernel_3d(context: Context) -> str | None:
     """The window of an adaptive 3-D pool whose output size divides its input: the same
     windows as a plain pool with kernel = stride = input // output. Needs the input's
     shape (a trace capture's `arg_shapes`); None when it is not known or does not divide."""
@@ -162,7 +178,7 @@ def adaptive_pool_kernel_3d(context: Context) -> Optional[str]:
     return f"({kernel[0]}, {kernel[1]}, {kernel[2]})"
 
 
-def traced_spatial_size_3d(context: Context) -> Optional[str]:
+def traced_spatial_size_3d(context: Context) -> str | None:
     """The input's (D, H, W) as traced, written `16×32×32`; None when it is not known."""
     shapes = context.data.get("arg_shapes") or {}
     shape = shapes.get("self") or shapes.get("input")
@@ -174,7 +190,7 @@ def traced_spatial_size_3d(context: Context) -> Optional[str]:
     return "×".join(str(d) for d in spatial)
 
 
-DERIVATIONS: dict[str, Callable] = {
+DERIVATIONS: dict[str, Callable[[Context], str | None]] = {
     "adaptive_pool_kernel_3d": adaptive_pool_kernel_3d,
     "traced_spatial_size_3d": traced_spatial_size_3d,
 }

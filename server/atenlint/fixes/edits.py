@@ -12,10 +12,22 @@ import hashlib
 import io
 import re
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
-from ..sourcetext import DecodeError, Position, Range, decode_source, utf16_length
+from ..finding_data import FixEdit
+from ..sourcetext import (
+    UTF8,
+    UTF16,
+    UTF32,
+    DecodeError,
+    Position,
+    Range,
+    SpannedNode,
+    column_length,
+    convert_column,
+    decode_source,
+)
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -32,34 +44,29 @@ class LineIndex:
         if not 0 <= line < len(self.starts):
             return ""
         end = self.starts[line + 1] if line + 1 < len(self.starts) else len(self.text)
-        return self.text[self.starts[line]:end].rstrip("\r\n")
+        return self.text[self.starts[line] : end].rstrip("\r\n")
 
     def offset(self, position: Position) -> int:
         if position.line >= len(self.starts):
             return len(self.text)
         text = self.line_text(position.line)
-        units = 0
-        for index, char in enumerate(text):
-            if units >= position.character:
-                return self.starts[position.line] + index
-            units += 2 if ord(char) > 0xFFFF else 1
-        return self.starts[position.line] + len(text)
+        return self.starts[position.line] + convert_column(text, position.character, UTF16, UTF32)
 
     def position(self, offset: int) -> Position:
         line = bisect.bisect_right(self.starts, offset) - 1
-        return Position(line, utf16_length(self.text[self.starts[line]:offset]))
+        return Position(line, column_length(self.text[self.starts[line] : offset], UTF16))
 
     def range(self, start: int, end: int) -> Range:
         return Range(self.position(start), self.position(end))
 
-    def node_offsets(self, node) -> tuple[int, int]:
+    def node_offsets(self, node: SpannedNode) -> tuple[int, int]:
         """String offsets of an `ast` node (whose columns are UTF-8 byte offsets)."""
-        return (self._from_byte(node.lineno - 1, node.col_offset),
-                self._from_byte(node.end_lineno - 1, node.end_col_offset))
+        end_line = node.end_lineno if node.end_lineno is not None else node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        return self._from_byte(node.lineno - 1, node.col_offset), self._from_byte(end_line - 1, end_col)
 
     def _from_byte(self, line: int, byte_col: int) -> int:
-        prefix = self.line_text(line).encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
-        return self.starts[line] + len(prefix)
+        return self.starts[line] + convert_column(self.line_text(line), byte_col, UTF8, UTF32)
 
     def newline(self) -> str:
         """The file's own line break (its first one), for text an edit inserts."""
@@ -75,11 +82,11 @@ class TextEdit:
     end: int
     new_text: str
 
-    def as_json(self, index: LineIndex) -> dict:
+    def as_json(self, index: LineIndex) -> FixEdit:
         return {"range": index.range(self.start, self.end).as_json(), "newText": self.new_text}
 
     @staticmethod
-    def from_json(data: dict, index: LineIndex) -> "TextEdit":
+    def from_json(data: FixEdit, index: LineIndex) -> TextEdit:
         rng = Range.from_json(data["range"])
         return TextEdit(index.offset(rng.start), index.offset(rng.end), data["newText"])
 
@@ -110,7 +117,7 @@ def apply_edits(text: str, edits: Iterable[TextEdit]) -> str:
     for i, first in enumerate(ordered):
         if not 0 <= first.start <= first.end <= len(text):
             raise ValueError(f"edit {first} is outside the text")
-        for second in ordered[i + 1:]:
+        for second in ordered[i + 1 :]:
             if overlaps(first, second):
                 raise OverlapError(f"edits overlap: {first} and {second}")
     # Stable sort by position keeps the given order of insertions at one point; a
@@ -119,7 +126,7 @@ def apply_edits(text: str, edits: Iterable[TextEdit]) -> str:
     pieces = []
     cursor = 0
     for _, edit in positioned:
-        pieces.append(text[cursor:edit.start])
+        pieces.append(text[cursor : edit.start])
         pieces.append(edit.new_text)
         cursor = edit.end
     pieces.append(text[cursor:])
@@ -136,7 +143,7 @@ class EncodedText:
     bom: bytes
 
     @staticmethod
-    def read(data: bytes) -> "EncodedText":
+    def read(data: bytes) -> EncodedText:
         text = decode_source(data)  # raises DecodeError
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
@@ -158,8 +165,8 @@ class EncodedText:
                 unique.append(edit)
         positioned = sorted(enumerate(unique), key=lambda item: (item[1].start, item[1].end > item[1].start, item[0]))
         for _, edit in positioned:
-            start_byte = cursor_byte + len(self.text[cursor_char:edit.start].encode(self.encoding))
-            end_byte = start_byte + len(self.text[edit.start:edit.end].encode(self.encoding))
+            start_byte = cursor_byte + len(self.text[cursor_char : edit.start].encode(self.encoding))
+            end_byte = start_byte + len(self.text[edit.start : edit.end].encode(self.encoding))
             out += self.data[cursor_byte:start_byte]
             out += edit.new_text.encode(self.encoding)
             cursor_char, cursor_byte = edit.end, end_byte
@@ -174,13 +181,16 @@ class EncodedText:
         return result
 
 
-def comment_spans(text: str) -> Optional[list[tuple[int, int]]]:
+def comment_spans(text: str) -> list[tuple[int, int]] | None:
     """String offsets of every comment in a file (None when it does not tokenize)."""
     spans = token_spans(text)
     return None if spans is None else spans[0]
 
 
-def token_spans(text: str) -> Optional[tuple[list, list]]:
+Spans = list[tuple[int, int]]
+
+
+def token_spans(text: str) -> tuple[Spans, Spans] | None:
     """(comments, strings that span lines) as string offsets (None when it does not tokenize)."""
     # Rows count the lines this readline hands out, whatever they end with.
     stream = io.StringIO(text, newline="")
@@ -193,15 +203,17 @@ def token_spans(text: str) -> Optional[tuple[list, list]]:
         consumed[0] += len(line)
         return line
 
-    comments, strings = [], []
+    comments: Spans = []
+    strings: Spans = []
     try:
         for token in tokenize.generate_tokens(readline):
             if token.type == tokenize.COMMENT:
                 start = line_starts[token.start[0] - 1] + token.start[1]
                 comments.append((start, start + len(token.string)))
             elif token.type == tokenize.STRING and token.start[0] != token.end[0]:
-                strings.append((line_starts[token.start[0] - 1] + token.start[1],
-                                line_starts[token.end[0] - 1] + token.end[1]))
+                strings.append(
+                    (line_starts[token.start[0] - 1] + token.start[1], line_starts[token.end[0] - 1] + token.end[1])
+                )
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return None
     return comments, strings

@@ -9,8 +9,8 @@ and adds an import only when no name reaches it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Optional
 
 from .edits import LineIndex, TextEdit
 
@@ -32,11 +32,11 @@ def canonical(name: str) -> str:
 class Bindings:
     """Module-level names bound by imports (name -> dotted path), and names bound otherwise."""
 
-    imported: dict
-    other: set  # module-level names assigned, defined or imported more than once
+    imported: dict[str, str]
+    other: set[str]  # module-level names assigned, defined or imported more than once
 
     @staticmethod
-    def of(tree: ast.Module) -> "Bindings":
+    def of(tree: ast.Module) -> Bindings:
         imported: dict[str, str] = {}
         other: set[str] = set()
         for statement in _module_statements(tree):
@@ -60,7 +60,7 @@ class Bindings:
             imported.pop(name, None)
         return Bindings(imported, other)
 
-    def resolve(self, dotted: str, shadowed: set) -> Optional[str]:
+    def resolve(self, dotted: str, shadowed: set[str]) -> str | None:
         """`F.pdist` -> `torch.nn.functional.pdist`, when its first name is an import the
         call's scope does not rebind."""
         head, _, rest = dotted.partition(".")
@@ -69,20 +69,20 @@ class Bindings:
         path = self.imported[head]
         return canonical(f"{path}.{rest}" if rest else path)
 
-    def spell(self, module: str, shadowed: set, preferred: Optional[str] = None) -> Optional[str]:
+    def spell(self, module: str, shadowed: set[str], preferred: str | None = None) -> str | None:
         """How to name `module` at the call without a new import (None: it needs one): the
         name the call itself used, else the conventional one (`torch`, `F`), else the shortest."""
         usable = {name: path for name, path in self.imported.items() if name not in shadowed}
         exact = sorted(name for name, path in usable.items() if path == module)
         if exact:
             for name in (preferred, _CONVENTIONAL.get(module)):
-                if name in exact:
+                if name is not None and name in exact:
                     return name
             return min(exact, key=len)
-        best = None
+        best: str | None = None
         for name, path in usable.items():
             if module.startswith(path + ".") and self._reachable(path, module):
-                spelled = name + module[len(path):]
+                spelled = name + module[len(path) :]
                 if best is None or len(spelled) < len(best):
                     best = spelled
         return best
@@ -93,13 +93,13 @@ class Bindings:
         return module in _LOADED_WITH_TORCH and (package == "torch" or package in _LOADED_WITH_TORCH)
 
 
-def _bind(imported: dict, other: set, name: str, path: str) -> None:
+def _bind(imported: dict[str, str], other: set[str], name: str, path: str) -> None:
     if name in imported and imported[name] != path:
         other.add(name)
     imported[name] = path
 
 
-def _module_statements(tree: ast.Module):
+def _module_statements(tree: ast.Module) -> Iterator[ast.stmt]:
     """Top-level statements, including those under top-level if/try (guarded imports), but
     not `if TYPE_CHECKING:` blocks, whose names do not exist when the code runs."""
     for statement in tree.body:
@@ -108,19 +108,24 @@ def _module_statements(tree: ast.Module):
             continue
         yield statement
         if isinstance(statement, (ast.If, ast.Try)):
-            for block in ([statement.body, statement.orelse] if isinstance(statement, ast.If) else
-                          [statement.body, statement.orelse, statement.finalbody]
-                          + [h.body for h in statement.handlers]):
-                for inner in block:
-                    yield inner
+            for block in (
+                [statement.body, statement.orelse]
+                if isinstance(statement, ast.If)
+                else [statement.body, statement.orelse, statement.finalbody] + [h.body for h in statement.handlers]
+            ):
+                yield from block
 
 
 def _type_checking(test: ast.AST) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
-def scope_names(function: Optional[ast.AST]) -> set:
+Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def scope_names(function: Scope | None) -> set[str]:
     """Names a function binds locally (parameters, assignments, imports, loops, ...):
     these shadow module-level imports inside it."""
     names: set[str] = set()
@@ -150,10 +155,14 @@ def insertion_point(tree: ast.Module, index: LineIndex) -> tuple[int, str, str]:
     """Where a new top-level statement goes (after the leading imports, else after the
     docstring and `__future__` imports), as (offset, text before, text after) to wrap it in."""
     newline = index.newline()
-    anchor = None
+    anchor: ast.stmt | None = None
     for position, statement in enumerate(tree.body):
-        if position == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
-                and isinstance(statement.value.value, str):
+        if (
+            position == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        ):
             anchor = statement
             continue
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
@@ -167,7 +176,7 @@ def insertion_point(tree: ast.Module, index: LineIndex) -> tuple[int, str, str]:
         break
     if anchor is None:
         return 0, "", newline
-    line = anchor.end_lineno  # the line after the anchor (0-based)
+    line = anchor.end_lineno if anchor.end_lineno is not None else anchor.lineno  # the line after it (0-based)
     if line < len(index.starts):
         return index.starts[line], "", newline
     return len(index.text), newline, ""

@@ -11,7 +11,8 @@ import ast
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+
+from ..versions import satisfies, valid_spec
 
 REWRITE, SUPPRESS, EXPLAIN, CONFIG = "rewrite", "suppress", "explain", "config"
 KINDS = (REWRITE, SUPPRESS, EXPLAIN, CONFIG)
@@ -20,13 +21,13 @@ KINDS = (REWRITE, SUPPRESS, EXPLAIN, CONFIG)
 MODULES = {"torch": "torch", "F": "torch.nn.functional", "math": "math"}
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z_0-9]*)\}")
-_OPTIONAL = re.compile(r"\[\?(.*?)\?\]", re.S)
+_OPTIONAL = re.compile(r"\[\?(.*?)\?\]", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Parameter:
     name: str
-    default: Optional[str]  # the default's source text; None: required
+    default: str | None  # the default's source text; None: required
     keyword_only: bool = False
 
 
@@ -41,23 +42,28 @@ class Signature:
     extra_keywords: bool = False
 
     @staticmethod
-    @functools.lru_cache(maxsize=None)
-    def parse(text: str) -> "Signature":
+    @functools.cache
+    def parse(text: str) -> Signature:
         source = f"def _({text}): pass"
         function = ast.parse(source).body[0]
+        assert isinstance(function, ast.FunctionDef)
         spec = function.args
         positional = spec.posonlyargs + spec.args
-        defaults = [None] * (len(positional) - len(spec.defaults)) + list(spec.defaults)
-        parameters = [Parameter(a.arg, ast.get_source_segment(source, d) if d is not None else None)
-                      for a, d in zip(positional, defaults)]
-        parameters += [Parameter(a.arg, ast.get_source_segment(source, d) if d is not None else None, True)
-                       for a, d in zip(spec.kwonlyargs, spec.kw_defaults)]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(spec.defaults)) + list(spec.defaults)
+        parameters = [
+            Parameter(a.arg, ast.get_source_segment(source, d) if d is not None else None)
+            for a, d in zip(positional, defaults)
+        ]
+        parameters += [
+            Parameter(a.arg, ast.get_source_segment(source, d) if d is not None else None, True)
+            for a, d in zip(spec.kwonlyargs, spec.kw_defaults)
+        ]
         return Signature(tuple(parameters), spec.vararg is not None, spec.kwarg is not None)
 
     def names(self) -> list[str]:
         return [p.name for p in self.parameters]
 
-    def get(self, name: str) -> Optional[Parameter]:
+    def get(self, name: str) -> Parameter | None:
         return next((p for p in self.parameters if p.name == name), None)
 
 
@@ -66,7 +72,7 @@ class Condition:
     """A named check on the call (see `conditions.CHECKS`) with its parameters."""
 
     check: str
-    args: tuple = ()
+    args: tuple[object, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.check}({', '.join(map(repr, self.args))})"
@@ -98,30 +104,30 @@ class Rewrite:
     methods: tuple[str, ...] = ()  # Tensor methods: "take" for x.take(i)
     modules: tuple[str, ...] = ()  # nn.Module classes called as self.<attr>(input)
     module_signature: str = ""  # the module class's constructor parameters
-    template: Optional[str] = None
-    wrap: dict = field(default_factory=dict)
+    template: str | None = None
+    wrap: dict[str, str] = field(default_factory=dict)
     suffix: str = ""
     drop: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()  # for calls returning a named tuple: the fields a suffix may follow
     when: tuple[Condition, ...] = ()
-    derive: dict = field(default_factory=dict)  # placeholder -> derivation name (conditions.DERIVATIONS)
-    approximation: Optional[str] = None  # how an inexact rewrite differs, with its bound
+    derive: dict[str, str] = field(default_factory=dict)  # placeholder -> derivation name (conditions.DERIVATIONS)
+    approximation: str | None = None  # how an inexact rewrite differs, with its bound
     # Per target, the torch releases it is offered for (">=2.0,<2.15"); "*" for any other target.
-    torch_versions: dict = field(default_factory=dict)
+    torch_versions: dict[str, str] = field(default_factory=dict)
     runs_on_cpu: bool = False  # the rewrite deliberately runs the op on the CPU (a round trip)
     kind: str = REWRITE
     # A rewrite that bakes in a fact of the example inputs (a window computed from the traced
     # input size) is only right while that fact holds: it says so in its title (this text,
     # with `{derived}` names filled in), is never preferred, and `--fix` applies it only with
     # `--unsafe-fixes`.
-    only_while: Optional[str] = None
+    only_while: str | None = None
 
     @property
     def parsed_signature(self) -> Signature:
         return Signature.parse(self.signature)
 
     @property
-    def parsed_module_signature(self) -> Optional[Signature]:
+    def parsed_module_signature(self) -> Signature | None:
         return Signature.parse(self.module_signature) if self.modules else None
 
 
@@ -137,7 +143,7 @@ class Remedy:
     builder: str  # the function in remedies.py that builds it
     why: str
     exact: bool = True  # it does not change what the code computes
-    torch_versions: dict = field(default_factory=dict)
+    torch_versions: dict[str, str] = field(default_factory=dict)
 
 
 def placeholders(template: str) -> list[str]:
@@ -148,9 +154,12 @@ def optional_groups(template: str) -> list[str]:
     return _OPTIONAL.findall(template)
 
 
-def check_entry(entry, known_checks: set, known_derivations: set) -> list[str]:
+Entry = Rewrite | Remedy
+
+
+def check_entry(entry: Entry, known_checks: set[str], known_derivations: set[str]) -> list[str]:
     """What is wrong with one entry (empty: well-formed)."""
-    problems = []
+    problems: list[str] = []
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9_]+)*", entry.id):
         problems.append("id must be lower-case words joined by '-'")
     if not entry.targets:
@@ -162,7 +171,7 @@ def check_entry(entry, known_checks: set, known_derivations: set) -> list[str]:
     for target, spec in entry.torch_versions.items():
         if target != "*" and target not in entry.targets:
             problems.append(f"torch_versions names {target!r}, which is not one of the targets")
-        if not _valid_versions(spec):
+        if not valid_spec(spec):
             problems.append(f"torch_versions {spec!r} is not a list of comparisons like '>=2.4,<2.15'")
     if isinstance(entry, Remedy):
         if not entry.codes:
@@ -211,34 +220,8 @@ def check_entry(entry, known_checks: set, known_derivations: set) -> list[str]:
     return problems
 
 
-_COMPARISON = re.compile(r"^(>=|<=|==|<|>)(\d+(?:\.\d+)*)$")
-
-
-def _valid_versions(spec: str) -> bool:
-    return all(_COMPARISON.match(part.strip()) for part in spec.split(",")) if spec.strip() else False
-
-
-def offered_in(entry, target: str, version: str) -> bool:
+def offered_in(entry: Entry, target: str, version: str) -> bool:
     """Whether the entry is offered for `target` ("onnx:17" counts as "onnx") on torch `version`."""
     family = target.split(":")[0]
     spec = entry.torch_versions.get(family, entry.torch_versions.get("*"))
-    return spec is None or version_allows(spec, version)
-
-
-def version_allows(spec: str, version: str) -> bool:
-    """Whether `version` ("2.13.0+cpu") satisfies `spec` (">=2.4,<2.15"). Unknown versions pass."""
-    numbers = re.match(r"^(\d+(?:\.\d+)*)", version or "")
-    if numbers is None:
-        return True
-    have = tuple(int(n) for n in numbers.group(1).split("."))
-    for part in spec.split(","):
-        match = _COMPARISON.match(part.strip())
-        if match is None:
-            return False
-        op, bound = match.group(1), tuple(int(n) for n in match.group(2).split("."))
-        # Compare as many components as the bound names: "<2.15" admits 2.14.9.
-        mine = have[:len(bound)] + (0,) * max(0, len(bound) - len(have))
-        if not {"<": mine < bound, "<=": mine <= bound, ">": mine > bound, ">=": mine >= bound,
-                "==": mine == bound}[op]:
-            return False
-    return True
+    return spec is None or satisfies(spec, version)

@@ -4,8 +4,10 @@ fallback variable, export at a higher ONNX opset."""
 from __future__ import annotations
 
 import re
-from typing import Optional
+from collections.abc import Callable
 
+from ..config import Settings
+from ..finding_data import Fix, FixEdit
 from ..findings import Finding
 from .callsite import FileContext
 from .edits import LineIndex, TextEdit
@@ -28,18 +30,19 @@ def _escape(text: str) -> str:
     return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
-def silence_fallback_warning(remedy: Remedy, finding: Finding, file: Optional[FileContext],
-                             settings) -> Optional[dict]:
+def silence_fallback_warning(
+    remedy: Remedy, finding: Finding, file: FileContext | None, settings: Settings | None
+) -> Fix | None:
     # MPS001 falls back (with its warning) only when the user runs with the variable set;
     # with mps-fallback = false it raises instead, and there is no warning to silence.
-    if file is None or (finding.code == "MPS001" and not getattr(settings, "mps_fallback", True)):
+    if file is None or (finding.code == "MPS001" and not (settings is None or settings.mps_fallback)):
         return None
     if finding.code not in ("MPS001", "MPS002"):
         return None
     kinds = finding.data.get("kinds") or {}
     ops = [op for op in finding.ops if kinds.get(op, "fallback") in ("fallback", "forced")]
     warnings_name = file.bindings.spell("warnings", set())
-    edits = []
+    edits: list[TextEdit] = []
     if warnings_name is None:
         if "warnings" in file.bindings.other:
             return None
@@ -65,21 +68,25 @@ def silence_fallback_warning(remedy: Remedy, finding: Finding, file: Optional[Fi
     }
 
 
-def explain_mps_fallback(remedy: Remedy, finding: Finding, file: Optional[FileContext], settings) -> Optional[dict]:
+def explain_mps_fallback(
+    remedy: Remedy, finding: Finding, file: FileContext | None, settings: Settings | None
+) -> Fix | None:
     if finding.code != "MPS001":
         return None
-    declared_off = not getattr(settings, "mps_fallback", True)
+    declared_off = not (settings is None or settings.mps_fallback)
     description = (
         "Without PYTORCH_ENABLE_MPS_FALLBACK=1 this call raises NotImplementedError on MPS. With it, torch runs "
         "the op on the CPU (a copy to and from the GPU, and one UserWarning). torch reads the variable once, "
         "when `import torch` loads the MPS backend, so set it before that: in the shell "
         "(`PYTORCH_ENABLE_MPS_FALLBACK=1 python train.py`), or at the very top of your entry point, before any "
-        "import of torch: `import os; os.environ.setdefault(\"PYTORCH_ENABLE_MPS_FALLBACK\", \"1\")`. "
+        'import of torch: `import os; os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")`. '
         "Setting it after torch is imported has no effect."
     )
     if declared_off:
-        description += (" This project says it does not set it (`mps-fallback = false` in [tool.atenlint]), "
-                        "which is why this is an error; once it does, set `mps-fallback = true`.")
+        description += (
+            " This project says it does not set it (`mps-fallback = false` in [tool.atenlint]), "
+            "which is why this is an error; once it does, set `mps-fallback = true`."
+        )
     return {
         "id": remedy.id,
         "title": "Run with PYTORCH_ENABLE_MPS_FALLBACK=1 (set before torch is imported)",
@@ -91,25 +98,27 @@ def explain_mps_fallback(remedy: Remedy, finding: Finding, file: Optional[FileCo
     }
 
 
-_NEEDED_OPSET = re.compile(r"raise opset_version to (\d+)")
 _TARGETS_LINE = re.compile(r"^\s*targets\s*=\s*\[(?P<items>[^\]]*)\]")
 
 
-def raise_onnx_opset(remedy: Remedy, finding: Finding, file: Optional[FileContext], settings) -> Optional[dict]:
+def raise_onnx_opset(
+    remedy: Remedy, finding: Finding, file: FileContext | None, settings: Settings | None
+) -> Fix | None:
+    # The target's verdict says from which opset every reached op exports (Verdict.required_opset).
     needed = finding.data.get("required_opset")
-    if not isinstance(needed, int):
-        match = _NEEDED_OPSET.search(finding.message or "")
-        needed = int(match.group(1)) if match else None
     if needed is None or not finding.target:
         return None
-    edits = []
-    config = getattr(settings, "config_path", None)
+    edits: list[FixEdit] = []
+    config = settings.config_path if settings is not None else None
     if config:
         edit = _targets_edit(config, finding.target, f"onnx:{needed}")
         if edit is not None:
             edits.append(edit)
-    where = (f"; this edits `targets` in {config} so atenlint checks opset {needed}" if edits else
-             f"; then check with `--target onnx:{needed}` (or `targets = [\"onnx:{needed}\"]` in [tool.atenlint])")
+    where = (
+        f"; this edits `targets` in {config} so atenlint checks opset {needed}"
+        if edits
+        else f'; then check with `--target onnx:{needed}` (or `targets = ["onnx:{needed}"]` in [tool.atenlint])'
+    )
     return {
         "id": remedy.id,
         "title": f"Export at opset {needed} (`torch.onnx.export(..., opset_version={needed})`)",
@@ -118,11 +127,11 @@ def raise_onnx_opset(remedy: Remedy, finding: Finding, file: Optional[FileContex
         "approximation": None,
         "edits": edits,
         "description": f"{', '.join(f'`{op}`' for op in finding.ops)} exports from opset {needed}: pass "
-                       f"`opset_version={needed}` to torch.onnx.export{where}.",
+        f"`opset_version={needed}` to torch.onnx.export{where}.",
     }
 
 
-def _targets_edit(config: str, current: str, wanted: str) -> Optional[dict]:
+def _targets_edit(config: str, current: str, wanted: str) -> FixEdit | None:
     """Replace the target's string in `[tool.atenlint] targets = [...]` (one line) of the config."""
     try:
         with open(config, encoding="utf-8") as handle:
@@ -146,11 +155,14 @@ def _targets_edit(config: str, current: str, wanted: str) -> Optional[dict]:
             if quoted.group(2) == current:
                 start = index.starts[line] + match.start("items") + quoted.start(2)
                 edit = TextEdit(start, start + len(current), wanted)
-                return {"path": config, **edit.as_json(index)}
+                located = edit.as_json(index)
+                located["path"] = config
+                return located
     return None
 
 
-BUILDERS = {
+RemedyBuilder = Callable[[Remedy, Finding, FileContext | None, Settings | None], Fix | None]
+BUILDERS: dict[str, RemedyBuilder] = {
     "silence_fallback_warning": silence_fallback_warning,
     "explain_mps_fallback": explain_mps_fallback,
     "raise_onnx_opset": raise_onnx_opset,

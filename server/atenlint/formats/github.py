@@ -7,8 +7,6 @@ the message, and also `:` and `,` in property values.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..engine import Report
 from ..findings import Finding
 from . import locations
@@ -29,15 +27,20 @@ def annotation(finding: Finding, root: str) -> str:
     file = locations.relative_to_root(path, root) or path
     region = locations.region(finding)
     # The same 1-based region as SARIF (end column one past the last character, as ruff writes it).
-    properties = [("file", file), ("line", str(region.start_line)), ("col", str(region.start_column)),
-                  ("endLine", str(region.end_line)), ("endColumn", str(region.end_column)),
-                  ("title", f"atenlint {finding.code}")]
+    properties = [
+        ("file", file),
+        ("line", str(region.start_line)),
+        ("col", str(region.start_column)),
+        ("endLine", str(region.end_line)),
+        ("endColumn", str(region.end_column)),
+        ("title", f"atenlint {finding.code}"),
+    ]
     rendered = ",".join(f"{name}={escape_property(value)}" for name, value in properties)
     target = f"[{finding.target}] " if finding.target else ""
     return f"::{COMMAND.get(finding.severity, 'warning')} {rendered}::{escape_data(target + finding.message)}"
 
 
-def report_github(report: Report, root: Optional[str] = None) -> str:
+def report_github(report: Report, root: str | None = None) -> str:
     root = root or locations.repository_root()
     lines = [annotation(finding, root) for finding in report.findings]
     for error in report.errors:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
-from typing import Optional
 
 from ..findings import Finding
 
@@ -22,7 +21,7 @@ class Region:
     end_column: int
 
 
-def repository_root(start: Optional[str] = None) -> str:
+def repository_root(start: str | None = None) -> str:
     """The folder CI paths are relative to: $GITHUB_WORKSPACE, else the nearest folder
     above `start` (the working directory) holding `.git`, else `start` itself."""
     start = os.path.abspath(start or os.getcwd())
@@ -47,7 +46,7 @@ def absolute(finding: Finding) -> str:
     return os.path.abspath(finding.abs_path or finding.path)
 
 
-def relative_to_root(path: str, root: str) -> Optional[str]:
+def relative_to_root(path: str, root: str) -> str | None:
     """`path` relative to `root` with forward slashes, or None when it lies outside."""
     path = os.path.abspath(path)
     if not _inside(path, root):
@@ -69,18 +68,18 @@ def file_uri(path: str) -> str:
 def region(finding: Finding) -> Region:
     """The finding's region in its file. For a notebook cell, the .ipynb file's own
     coordinates when they are known (`data["notebook"]["file_range"]`)."""
-    notebook = finding.data.get("notebook") or {}
-    rng = notebook.get("file_range")
+    notebook = finding.data.get("notebook")
+    rng = notebook.get("file_range") if notebook is not None else None
     if rng is not None:
         start, end = rng["start"], rng["end"]
         return _region(start["line"], start["character"], end["line"], end["character"])
-    return _region(finding.range.start.line, finding.range.start.character, finding.range.end.line,
-                   finding.range.end.character)
+    return _region(
+        finding.range.start.line, finding.range.start.character, finding.range.end.line, finding.range.end.character
+    )
 
 
 def _region(line0: int, char0: int, end_line0: int, end_char0: int) -> Region:
     start_line, start_column = line0 + 1, char0 + 1
     end_line, end_column = end_line0 + 1, end_char0 + 1
-    if (end_line, end_column) < (start_line, start_column):
-        end_line, end_column = start_line, start_column
+    end_line, end_column = max((end_line, end_column), (start_line, start_column))
     return Region(start_line, start_column, end_line, end_column)

@@ -1,6 +1,7 @@
 """What each rule code means, for formats that describe their rules (SARIF `tool.driver.rules`).
 
-The README documents each code under an anchor `rule-<code>`; `help_uri` points there.
+docs/rules.md (written from `RULES` by scripts/gen_rules_doc.py) documents each code under
+its own anchor; `help_uri` points there.
 A code not listed (a newer target) still gets a rule, described by its target.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..findings import DOCS_URL
+from ..findings import rule_url
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,12 @@ _RULES = [
     Rule("ATL001", "SyntaxError", "Python cannot parse the file", "error"),
     Rule("ATL002", "ImportFailed", "importing the file raised", "warning"),
     Rule("ATL003", "CannotBuild", "a class could not be built: its constructor needs arguments", "information"),
-    Rule("ATL004", "ScriptFailed", "TorchScript cannot compile a class; it was analysed from its source only",
-         "information"),
+    Rule(
+        "ATL004",
+        "ScriptFailed",
+        "TorchScript cannot compile a class; it was analysed from its source only",
+        "information",
+    ),
     Rule("ATL005", "Timeout", "importing or analysing the file took longer than the timeout", "warning"),
     Rule("ATL006", "WorkerCrashed", "the analysis worker died or ran out of memory", "warning"),
     Rule("ATL007", "Undecodable", "the file cannot be read or decoded", "warning"),
@@ -32,9 +37,14 @@ _RULES = [
     Rule("ATL009", "BadDirective", "an `# atenlint:` comment is not understood", "warning"),
     Rule("ATL010", "InvalidSettings", "the project's [tool.atenlint] settings are invalid", "error"),
     Rule("ATL011", "TraceFailed", "a class could not be traced with its example inputs", "warning"),
+    Rule(
+        "ATL021",
+        "TorchCapabilityMissing",
+        "this torch lacks an internal API atenlint uses: one capability is lost, the rest of the analysis runs",
+        "information",
+    ),
     Rule("ATL099", "InternalError", "atenlint failed while analysing the file", "warning"),
-    Rule("MPS001", "NoMpsKernel", "an operator has no MPS kernel: it raises, or falls back to the CPU",
-         "warning"),
+    Rule("MPS001", "NoMpsKernel", "an operator has no MPS kernel: it raises, or falls back to the CPU", "warning"),
     Rule("MPS002", "ForcedMpsFallback", "an operator always runs on the CPU on MPS", "warning"),
     Rule("MPS003", "NoMpsNorCpuKernel", "an operator has neither an MPS nor a CPU kernel", "error"),
     Rule("MPS010", "MpsFloat64", "MPS has no float64", "error"),
@@ -51,8 +61,18 @@ _RULES = [
     Rule("COREML000", "CoremltoolsMissing", "coremltools is not installed", "information"),
     Rule("COREML001", "CoremlUnsupported", "Core ML conversion has no converter for an operator", "error"),
     Rule("TRT001", "TensorrtGraphBreak", "Torch-TensorRT has no converter: a graph break", "warning"),
-    Rule("TRT002", "TensorrtConverterMayDecline", "a Torch-TensorRT converter may decline the call",
-         "information"),
+    Rule(
+        "TRT002",
+        "TensorrtConverterDeclines",
+        "a Torch-TensorRT converter's capability validator declines the call's arguments: a graph break",
+        "warning",
+    ),
+    Rule(
+        "EXPORT001",
+        "TorchExportFails",
+        "torch.export cannot capture the class: a branch or size in its code depends on tensor values",
+        "error",
+    ),
     Rule("TS001", "TorchScriptFails", "torch.jit.script cannot compile the code", "error"),
 ]
 RULES = {rule.code: rule for rule in _RULES}
@@ -63,9 +83,13 @@ def rule_for(code: str, example_severity: str = "warning") -> Rule:
     if known is not None:
         return known
     prefix = code.rstrip("0123456789") or code
-    return Rule(code, f"{prefix.capitalize()}{code[len(prefix):]}",
-                f"atenlint {prefix.lower()} target rule {code}", example_severity)
+    return Rule(
+        code,
+        f"{prefix.capitalize()}{code[len(prefix) :]}",
+        f"atenlint {prefix.lower()} target rule {code}",
+        example_severity,
+    )
 
 
 def help_uri(code: str) -> str:
-    return f"{DOCS_URL}{code.lower()}"
+    return rule_url(code)

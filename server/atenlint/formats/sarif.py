@@ -1,7 +1,7 @@
 """`--format sarif`: SARIF 2.1.0 as GitHub code scanning reads it.
 
 One run; the driver lists a rule for every code reported (description, help URI to the
-README anchor, default level). Each result points at the call, relative to the
+code's section of docs/rules.md, default level). Each result points at the call, relative to the
 repository root (`%SRCROOT%`), with the library line where the operator is really
 called as a related location, and a fingerprint that survives unrelated edits (the same
 one baselines use, plus the occurrence among identical calls in the file).
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Optional
+from typing import Any
 
 from .. import __version__
-from ..baseline import SourceLookup, key_of
+from ..baseline import BaselineKey, SourceLookup, key_of
 from ..engine import Report
+from ..finding_data import Fix
 from ..findings import Finding
+from ..output import StatisticsRow
 from . import locations
 from .rules import help_uri, rule_for
 
@@ -24,16 +26,18 @@ SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/atenlint/atenlint"
 ROOT_ID = "%SRCROOT%"
 FINGERPRINT_KEY = "atenlintCallHash/v1"
+# SARIF is JSON read by other tools: its objects are plain dicts, as the schema defines them.
+Json = dict[str, Any]
 LEVEL = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
 
 
-def report_sarif(report: Report, root: Optional[str] = None, statistics: Optional[list] = None) -> dict:
+def report_sarif(report: Report, root: str | None = None, statistics: list[StatisticsRow] | None = None) -> Json:
     root = root or locations.repository_root()
     lookup = SourceLookup()
-    rules: list[dict] = []
+    rules: list[Json] = []
     rule_index: dict[str, int] = {}
-    results = []
-    occurrences: dict[tuple, int] = {}
+    results: list[Json] = []
+    occurrences: dict[BaselineKey, int] = {}
     for finding in report.findings:
         if finding.code not in rule_index:
             rule_index[finding.code] = len(rules)
@@ -41,11 +45,16 @@ def report_sarif(report: Report, root: Optional[str] = None, statistics: Optiona
         key = key_of(finding, lookup)
         occurrence = occurrences[key] = occurrences.get(key, 0) + 1
         results.append(_result(finding, rule_index[finding.code], root, _stable_hash(key, root), occurrence))
-    run: dict = {
-        "tool": {"driver": {
-            "name": "atenlint", "version": __version__, "semanticVersion": __version__,
-            "informationUri": INFORMATION_URI, "rules": rules,
-        }},
+    run: Json = {
+        "tool": {
+            "driver": {
+                "name": "atenlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }
+        },
         "originalUriBaseIds": {ROOT_ID: {"uri": locations.file_uri(root).rstrip("/") + "/"}},
         "columnKind": "utf16CodeUnits",
         "results": results,
@@ -57,7 +66,7 @@ def report_sarif(report: Report, root: Optional[str] = None, statistics: Optiona
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
-def _rule(finding: Finding) -> dict:
+def _rule(finding: Finding) -> Json:
     rule = rule_for(finding.code, finding.severity)
     return {
         "id": rule.code,
@@ -65,82 +74,110 @@ def _rule(finding: Finding) -> dict:
         "shortDescription": {"text": rule.description},
         "fullDescription": {"text": f"{rule.description} ({rule.code}); see {help_uri(rule.code)}"},
         "helpUri": help_uri(rule.code),
-        "help": {"text": f"{rule.description}. Documentation: {help_uri(rule.code)}",
-                 "markdown": f"{rule.description}. [Documentation]({help_uri(rule.code)})"},
+        "help": {
+            "text": f"{rule.description}. Documentation: {help_uri(rule.code)}",
+            "markdown": f"{rule.description}. [Documentation]({help_uri(rule.code)})",
+        },
         "defaultConfiguration": {"level": LEVEL.get(rule.default_severity, "warning")},
         "properties": {"tags": ["atenlint", finding.target or "module"]},
     }
 
 
-def _artifact(path: str, root: str) -> dict:
+def _artifact(path: str, root: str) -> Json:
     relative = locations.relative_to_root(path, root)
     if relative is None:
         return {"uri": locations.file_uri(path)}
     return {"uri": locations.uri_reference(relative), "uriBaseId": ROOT_ID}
 
 
-def _result(finding: Finding, index: int, root: str, fingerprint: str, occurrence: int) -> dict:
+def _result(finding: Finding, index: int, root: str, fingerprint: str, occurrence: int) -> Json:
     region = locations.region(finding)
-    physical = {
+    physical: Json = {
         "artifactLocation": _artifact(locations.absolute(finding), root),
-        "region": {"startLine": region.start_line, "startColumn": region.start_column,
-                   "endLine": region.end_line, "endColumn": region.end_column},
+        "region": {
+            "startLine": region.start_line,
+            "startColumn": region.start_column,
+            "endLine": region.end_line,
+            "endColumn": region.end_column,
+        },
     }
-    result: dict = {
+    result: Json = {
         "ruleId": finding.code,
         "ruleIndex": index,
         "level": LEVEL.get(finding.severity, "warning"),
         "message": {"text": finding.message},
         "locations": [{"physicalLocation": physical}],
         "partialFingerprints": {FINGERPRINT_KEY: f"{fingerprint}:{occurrence}"},
-        "properties": {"target": finding.target, "ops": list(finding.ops), "call": finding.call,
-                       "module": finding.module, "capture": finding.capture, "severity": finding.severity},
+        "properties": {
+            "target": finding.target,
+            "ops": list(finding.ops),
+            "call": finding.call,
+            "module": finding.module,
+            "capture": finding.capture,
+            "severity": finding.severity,
+        },
     }
     notebook = finding.data.get("notebook")
     if notebook is not None:
         result["properties"]["cell"] = notebook["cell"]
         result["properties"]["cellRange"] = finding.range.as_json()
-    related = []
+    related: list[Json] = []
     for number, item in enumerate(finding.related, start=1):
-        related.append({
-            "id": number,
-            "physicalLocation": {"artifactLocation": _artifact(item["path"], root),
-                                 "region": {"startLine": item["line"] + 1, "startColumn": item["character"] + 1}},
-            "message": {"text": item.get("message") or "related location"},
-        })
+        related.append(
+            {
+                "id": number,
+                "physicalLocation": {
+                    "artifactLocation": _artifact(item["path"], root),
+                    "region": {"startLine": item["line"] + 1, "startColumn": item["character"] + 1},
+                },
+                "message": {"text": item.get("message") or "related location"},
+            }
+        )
     if related:
         result["relatedLocations"] = related
-    fixes = [_fix(fix, physical["artifactLocation"]) for fix in finding.fixes if fix.get("edits")
-             and not any("path" in edit or "cell" in edit for edit in fix["edits"])]
+    fixes = [
+        _fix(fix, physical["artifactLocation"])
+        for fix in finding.fixes
+        if fix.get("edits") and not any("path" in edit or "cell" in edit for edit in fix["edits"])
+    ]
     if fixes:
         result["fixes"] = fixes
     return result
 
 
-def _fix(fix: dict, artifact: dict) -> dict:
-    replacements = []
+def _fix(fix: Fix, artifact: Json) -> Json:
+    replacements: list[Json] = []
     for edit in fix["edits"]:
         start, end = edit["range"]["start"], edit["range"]["end"]
-        replacements.append({
-            "deletedRegion": {"startLine": start["line"] + 1, "startColumn": start["character"] + 1,
-                              "endLine": end["line"] + 1, "endColumn": end["character"] + 1},
-            "insertedContent": {"text": edit["newText"]},
-        })
-    return {"description": {"text": fix.get("title") or fix.get("id", "atenlint fix")},
-            "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}]}
+        replacements.append(
+            {
+                "deletedRegion": {
+                    "startLine": start["line"] + 1,
+                    "startColumn": start["character"] + 1,
+                    "endLine": end["line"] + 1,
+                    "endColumn": end["character"] + 1,
+                },
+                "insertedContent": {"text": edit["newText"]},
+            }
+        )
+    return {
+        "description": {"text": fix.get("title") or fix.get("id", "atenlint fix")},
+        "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}],
+    }
 
 
-def _stable_hash(key, root: str) -> str:
+def _stable_hash(key: BaselineKey, root: str) -> str:
     # The repository-relative path, so another checkout location gives the same fingerprint.
     relative = locations.relative_to_root(key.path, root) or key.path.replace(os.sep, "/")
     text = "\x1f".join((relative, key.code, key.target, ",".join(key.ops), key.fingerprint))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def _invocation(report: Report) -> dict:
-    invocation: dict = {"executionSuccessful": True}
-    notifications = [{"level": "error", "message": {"text": f"{error.path}: {error.message}"}}
-                     for error in report.errors]
+def _invocation(report: Report) -> Json:
+    invocation: Json = {"executionSuccessful": True}
+    notifications = [
+        {"level": "error", "message": {"text": f"{error.path}: {error.message}"}} for error in report.errors
+    ]
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     return invocation

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from lsprotocol import types
 
-from ..findings import DOCS_URL, Finding
-from ..sourcetext import Position, Range, SourceText, utf16_length
+from ..finding_data import Fix
+from ..findings import Finding
+from ..sourcetext import ENCODINGS, UTF16, JsonRange, Position, Range, SourceText, convert_column
+from ..targets.site_verdict import CONDITIONAL, SUPPORTED
+from ..uris import path_uri
+
+if TYPE_CHECKING:
+    from ..engine import CallSite
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -24,28 +31,26 @@ FIX_ALL_KIND = "source.fixAll.atenlint"
 class Encoding:
     """Converts between the analysis' UTF-16 columns and the negotiated encoding."""
 
-    def __init__(self, name="utf-16"):
-        self.name = str(getattr(name, "value", name)).lower()
+    def __init__(self, name: str | types.PositionEncodingKind = UTF16) -> None:
+        spelled = (name.value if isinstance(name, types.PositionEncodingKind) else name).lower()
+        self.name = spelled if spelled in ENCODINGS else UTF16  # LSP: UTF-16 unless negotiated
 
-    def to_client(self, rng: Range, source: Optional[SourceText]) -> types.Range:
+    def to_client(self, rng: Range, source: SourceText | None) -> types.Range:
         return types.Range(self._out(rng.start, source), self._out(rng.end, source))
 
-    def from_client(self, position: types.Position, source: Optional[SourceText]) -> Position:
-        if source is None or self.name == "utf-16":
+    def from_client(self, position: types.Position, source: SourceText | None) -> Position:
+        if source is None:
             return Position(position.line, position.character)
-        text = source.line_text(position.line)
-        if self.name == "utf-8":
-            prefix = text.encode("utf-8")[:position.character].decode("utf-8", errors="ignore")
-        else:
-            prefix = text[:position.character]
-        return Position(position.line, utf16_length(prefix))
+        return Position(
+            position.line, convert_column(source.line_text(position.line), position.character, self.name, UTF16)
+        )
 
-    def _out(self, position: Position, source: Optional[SourceText]) -> types.Position:
-        if source is None or self.name == "utf-16":
+    def _out(self, position: Position, source: SourceText | None) -> types.Position:
+        if source is None:
             return types.Position(position.line, position.character)
-        prefix = source.line_text(position.line)[:source.char_from_utf16(position.line, position.character)]
-        column = len(prefix.encode("utf-8")) if self.name == "utf-8" else len(prefix)
-        return types.Position(position.line, column)
+        return types.Position(
+            position.line, convert_column(source.line_text(position.line), position.character, UTF16, self.name)
+        )
 
 
 # What an editor's list (VS Code's Problems panel, a Vim echo line) shows of a message.
@@ -62,8 +67,11 @@ def headline(finding: Finding) -> str:
     `relatedInformation`."""
     message = finding.message.strip()
     # "`self.pool` reaches `aten::X`, which has no MPS kernel" -> "`aten::X` has no MPS kernel"
-    message = re.sub(r"^`[^`]+` reaches (`[^`]+`), which torch ([\w.+]+) always runs (.*?) on ([\w-]+)",
-                     r"\1 always runs \3 on \4 in torch \2", message)
+    message = re.sub(
+        r"^`[^`]+` reaches (`[^`]+`), which torch ([\w.+]+) always runs (.*?) on ([\w-]+)",
+        r"\1 always runs \3 on \4 in torch \2",
+        message,
+    )
     message = re.sub(r"^`[^`]+` reaches (`[^`]+`), which ", r"\1 ", message)
     head = _first_clause(message, room=16 if finding.code == "MPS001" else 0)  # " → CPU fallback"
     extras = []
@@ -79,9 +87,9 @@ def headline(finding: Finding) -> str:
             head += extra
     if len(head) > HEADLINE_LIMIT:
         cut = head.rfind(" ", 0, HEADLINE_LIMIT - 1)
-        head = head[:cut if cut > HEADLINE_LIMIT // 2 else HEADLINE_LIMIT - 1]
+        head = head[: cut if cut > HEADLINE_LIMIT // 2 else HEADLINE_LIMIT - 1]
         if head.count("`") % 2:
-            head = head[:head.rfind("`")]  # never half a code span
+            head = head[: head.rfind("`")]  # never half a code span
         head = head.rstrip(" ,;:(") + "…"
     return head
 
@@ -114,21 +122,47 @@ def _first_clause(message: str, room: int = 0) -> str:
 _SHORT_HEAD = 60
 
 
-def diagnostic(finding: Finding, source: Optional[SourceText], encoding: Encoding) -> types.Diagnostic:
+def details(finding: Finding, head: str | None = None) -> str | None:
+    """What the message says beyond its headline, for `relatedInformation`: the clauses
+    after the one the headline shows, so the editor does not say "its constructor needs
+    `dim`" in the headline, again in the details and a third time in their hover. The
+    whole message when the headline had to be cut mid-clause; None when it says it all."""
+    head = headline(finding) if head is None else head
+    message = finding.message.strip()
+    if head == message:
+        return None
+    if head.endswith("…"):
+        return message
+    shown = head.split(" → ", 1)[0].split("; supported from", 1)[0]
+    if message.startswith(shown):
+        start = len(shown)
+    else:  # a rewritten headline ("`aten::X` has no MPS kernel"): the clauses after the first
+        start = len(_first_clause(message, room=HEADLINE_LIMIT))
+    rest = message[start:].lstrip(" .;:,—")
+    return rest[:1].upper() + rest[1:] if rest else None
+
+
+def diagnostic(finding: Finding, source: SourceText | None, encoding: Encoding) -> types.Diagnostic:
     related = []
     for item in finding.related:
         location = types.Location(
-            uri=_uri(item["path"]),
-            range=types.Range(types.Position(item["line"], item["character"]),
-                              types.Position(item["line"], item["character"])))
+            uri=path_uri(item["path"]),
+            range=types.Range(
+                types.Position(item["line"], item["character"]), types.Position(item["line"], item["character"])
+            ),
+        )
         related.append(types.DiagnosticRelatedInformation(location=location, message=item["message"]))
     rng = encoding.to_client(finding.range, source)
     message = headline(finding)
-    if message != finding.message:
+    rest = details(finding, message)
+    if rest:
         # The details, where every client lists them under the diagnostic.
-        related.insert(0, types.DiagnosticRelatedInformation(
-            location=types.Location(uri=_uri(finding.abs_path or finding.path), range=rng),
-            message=finding.message))
+        related.insert(
+            0,
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=path_uri(finding.abs_path or finding.path), range=rng), message=rest
+            ),
+        )
     return types.Diagnostic(
         range=rng,
         message=message,
@@ -149,31 +183,64 @@ def rule_url(code: str) -> str:
     return f"{RULES_URL}{code.lower()}"
 
 
-def diagnostic_data(finding: Finding) -> dict:
-    """Everything a code action needs, so answering one never re-analyses."""
+# `Diagnostic.data`: what the editor echoes back with a code action request. Keyword `class`
+# needs the functional form.
+DiagnosticData = TypedDict(
+    "DiagnosticData",
+    {
+        "target": str | None,
+        "code": str,
+        "ops": list[str],
+        "call": str | None,
+        "module": str | None,
+        "capture": str | None,
+        "fixes": list[Fix],
+        "range": JsonRange,
+        "path": str,
+        "class": str | None,
+        "key": str | None,
+        "missing": list[str] | None,
+    },
+)
+
+
+def diagnostic_data(finding: Finding) -> DiagnosticData:
+    """Everything a code action needs, so answering one never re-analyses (a module
+    finding's class and missing constructor arguments: the factory stub)."""
     return {
-        "target": finding.target, "code": finding.code, "ops": list(finding.ops), "call": finding.call,
-        "module": finding.module, "capture": finding.capture, "fixes": list(finding.fixes),
-        "range": finding.range.as_json(), "path": finding.abs_path or finding.path,
-        "class": finding.data.get("class"), "key": finding.data.get("key"),
-        "missing": finding.data.get("missing"), "config": finding.data.get("config"),
-        "class_line": finding.data.get("class_line"),
+        "target": finding.target,
+        "code": finding.code,
+        "ops": list(finding.ops),
+        "call": finding.call,
+        "module": finding.module,
+        "capture": finding.capture,
+        "fixes": list(finding.fixes),
+        "range": finding.range.as_json(),
+        "path": finding.abs_path or finding.path,
+        "class": finding.data.get("class"),
+        "key": finding.data.get("key"),
+        "missing": finding.data.get("missing"),
     }
-
-
-def _uri(path: str) -> str:
-    from pygls.uris import from_fs_path
-
-    return from_fs_path(os.path.abspath(path)) or path
 
 
 # -- code actions ----------------------------------------------------------------
 
 
-def code_actions(uri: str, text: str, diagnostics: list[types.Diagnostic], only: Optional[list],
-                 encoding: Encoding, all_diagnostics_data: list[dict],
-                 request_range: Optional[types.Range] = None,
-                 known: Optional[list] = None) -> list[types.CodeAction]:
+# Diagnostic data as a client echoes it back (or the server's own DiagnosticData): JSON,
+# read defensively.
+EchoedData = Mapping[str, Any]
+
+
+def code_actions(
+    uri: str,
+    text: str,
+    diagnostics: list[types.Diagnostic],
+    only: list[str] | None,
+    encoding: Encoding,
+    all_diagnostics_data: Sequence[EchoedData],
+    request_range: types.Range | None = None,
+    known: Sequence[tuple[types.Diagnostic, EchoedData]] | None = None,
+) -> list[types.CodeAction]:
     """Quick fixes and ignores for the diagnostics of the request, plus fix-all.
 
     `known` is the server's own (diagnostic, data) for the file: a client that does not
@@ -184,7 +251,9 @@ def code_actions(uri: str, text: str, diagnostics: list[types.Diagnostic], only:
     wants = _kinds_filter(only)
     for diag, data in diagnostics_for_request(diagnostics, request_range, known or []):
         if wants(types.CodeActionKind.QuickFix):
-            ranked = _fix_actions(uri, source, diag, data, encoding) + _ignore_actions(uri, source, diag, data, encoding)
+            ranked = _fix_actions(uri, source, diag, data, encoding) + _ignore_actions(
+                uri, source, diag, data, encoding
+            )
             actions.extend(action for _, action in sorted(ranked, key=lambda pair: _ORDER[pair[0]]))
     if wants(FIX_ALL_KIND) and only and any(k.startswith("source") for k in only):
         fix_all = fix_all_action(uri, source, all_diagnostics_data, encoding)
@@ -193,11 +262,14 @@ def code_actions(uri: str, text: str, diagnostics: list[types.Diagnostic], only:
     return actions
 
 
-def diagnostics_for_request(diagnostics: list, request_range: Optional[types.Range],
-                            known: list) -> list[tuple[types.Diagnostic, dict]]:
+def diagnostics_for_request(
+    diagnostics: Sequence[types.Diagnostic],
+    request_range: types.Range | None,
+    known: Sequence[tuple[types.Diagnostic, EchoedData]],
+) -> list[tuple[types.Diagnostic, EchoedData]]:
     """(diagnostic, data) pairs the request is about: echoed data first; else the server's
     own diagnostic with the same code and range; else every one of ours the range touches."""
-    pairs = []
+    pairs: list[tuple[types.Diagnostic, EchoedData]] = []
     unmatched = False
     for diag in diagnostics:
         if diag.source not in (None, "atenlint"):
@@ -205,9 +277,11 @@ def diagnostics_for_request(diagnostics: list, request_range: Optional[types.Ran
         if isinstance(diag.data, dict) and diag.data.get("code"):
             pairs.append((diag, diag.data))
             continue
-        same = [(d, data) for d, data in known if _code_of(d) == _code_of(diag) and d.range == diag.range] or \
-            [(d, data) for d, data in known if _code_of(d) == _code_of(diag)
-             and d.range.start.line == diag.range.start.line]
+        same = [(d, data) for d, data in known if _code_of(d) == _code_of(diag) and d.range == diag.range] or [
+            (d, data)
+            for d, data in known
+            if _code_of(d) == _code_of(diag) and d.range.start.line == diag.range.start.line
+        ]
         if same:
             pairs.extend((diag, data) for _, data in same[:1])
         else:
@@ -217,7 +291,7 @@ def diagnostics_for_request(diagnostics: list, request_range: Optional[types.Ran
     return pairs
 
 
-def _code_of(diag: types.Diagnostic) -> Optional[str]:
+def _code_of(diag: types.Diagnostic) -> str | None:
     code = diag.code
     return str(code) if code is not None else None
 
@@ -233,12 +307,12 @@ def _touches(a: types.Range, b: types.Range) -> bool:
 _ORDER = {"preferred": 0, "rewrite": 1, "ignore": 2, "suppress": 3, "other": 4}
 
 
-def is_preferred_fix(fix: dict) -> bool:
+def is_preferred_fix(fix: Mapping[str, Any]) -> bool:
     """Preferred (applied by "auto fix"): an exact rewrite that holds whatever the inputs."""
     return bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite" and fix.get("safe", True) is not False
 
 
-def _kinds_filter(only: Optional[list]):
+def _kinds_filter(only: list[str] | None) -> Callable[[str], bool]:
     if not only:
         return lambda kind: kind != FIX_ALL_KIND
     return lambda kind: any(kind == k or kind.startswith(f"{k}.") for k in only)
@@ -248,26 +322,29 @@ def _edit(uri: str, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
     return types.WorkspaceEdit(changes={uri: edits})
 
 
-def _text_edit(fix_edit: dict, source: SourceText, encoding: Encoding) -> types.TextEdit:
+def _text_edit(fix_edit: Mapping[str, Any], source: SourceText, encoding: Encoding) -> types.TextEdit:
     rng = Range.from_json(fix_edit["range"])
     return types.TextEdit(range=encoding.to_client(rng, source), new_text=fix_edit["newText"])
 
 
-def _fix_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dict,
-                 encoding: Encoding) -> list[tuple[str, types.CodeAction]]:
+def _fix_actions(
+    uri: str, source: SourceText, diag: types.Diagnostic, data: EchoedData, encoding: Encoding
+) -> list[tuple[str, types.CodeAction]]:
     actions = []
     path = data.get("path")
     for fix in data.get("fixes") or []:
         edits = fix.get("edits") or []
         if not edits:
             continue  # an explanation, not an edit: the hover shows it
-        by_file: dict[str, list] = {}
+        by_file: dict[str, list[types.TextEdit]] = {}
         for edit in edits:
             target = edit.get("path") or path
-            edit_uri = uri if not target or os.path.abspath(target) == os.path.abspath(path or "") else _uri(target)
-            by_file.setdefault(edit_uri, []).append(_text_edit(edit, source, encoding) if edit_uri == uri else
-                                                   types.TextEdit(range=_plain_range(edit["range"]),
-                                                                  new_text=edit["newText"]))
+            edit_uri = uri if not target or os.path.abspath(target) == os.path.abspath(path or "") else path_uri(target)
+            by_file.setdefault(edit_uri, []).append(
+                _text_edit(edit, source, encoding)
+                if edit_uri == uri
+                else types.TextEdit(range=_plain_range(edit["range"]), new_text=edit["newText"])
+            )
         action = types.CodeAction(
             title=fix.get("title", "Apply atenlint fix"),
             kind=types.CodeActionKind.QuickFix,
@@ -275,18 +352,20 @@ def _fix_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dic
             is_preferred=is_preferred_fix(fix),
             edit=types.WorkspaceEdit(changes=by_file) if by_file else None,
         )
-        rank = "preferred" if action.is_preferred else \
-            "rewrite" if fix.get("kind", "rewrite") == "rewrite" else "suppress"
+        rank = (
+            "preferred" if action.is_preferred else "rewrite" if fix.get("kind", "rewrite") == "rewrite" else "suppress"
+        )
         actions.append((rank, action))
     return actions
 
 
-def _plain_range(data: dict) -> types.Range:
+def _plain_range(data: Mapping[str, Any]) -> types.Range:
     return types.Range(types.Position(**data["start"]), types.Position(**data["end"]))
 
 
-def _ignore_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: dict,
-                    encoding: Encoding) -> list[tuple[str, types.CodeAction]]:
+def _ignore_actions(
+    uri: str, source: SourceText, diag: types.Diagnostic, data: EchoedData, encoding: Encoding
+) -> list[tuple[str, types.CodeAction]]:
     actions = []
     ops = data.get("ops") or []
     target = data.get("target")
@@ -294,23 +373,45 @@ def _ignore_actions(uri: str, source: SourceText, diag: types.Diagnostic, data: 
         label = ", ".join(ops)
         line = Range.from_json(data["range"]).start.line
         edit = ignore_comment_edit(source, line, ops)
-        actions.append(("ignore", types.CodeAction(
-            title=f"Ignore {label} on this line", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
-            edit=_edit(uri, [types.TextEdit(range=encoding.to_client(edit[0], source), new_text=edit[1])]))))
+        actions.append(
+            (
+                "ignore",
+                types.CodeAction(
+                    title=f"Ignore {label} on this line",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    edit=_edit(uri, [types.TextEdit(range=encoding.to_client(edit[0], source), new_text=edit[1])]),
+                ),
+            )
+        )
         project_edit = ignore_in_project_edit(data.get("path"), target, ops)
         if project_edit is not None:
             pyproject, rng, new_text = project_edit
-            actions.append(("ignore", types.CodeAction(
-                title=f"Ignore {label} for target {target} in this project",
-                kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
-                edit=_edit(_uri(pyproject), [types.TextEdit(range=_plain_range(rng), new_text=new_text)]))))
+            actions.append(
+                (
+                    "ignore",
+                    types.CodeAction(
+                        title=f"Ignore {label} for target {target} in this project",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diag],
+                        edit=_edit(path_uri(pyproject), [types.TextEdit(range=_plain_range(rng), new_text=new_text)]),
+                    ),
+                )
+            )
     if data.get("code") == "ATL003" and data.get("class"):
         stub = factory_stub_edit(source, data)
         if stub is not None:
-            actions.append(("other", types.CodeAction(
-                title=f"Add a factory for `{data['class']}`", kind=types.CodeActionKind.QuickFix,
-                diagnostics=[diag],
-                edit=_edit(uri, [types.TextEdit(range=encoding.to_client(stub[0], source), new_text=stub[1])]))))
+            actions.append(
+                (
+                    "other",
+                    types.CodeAction(
+                        title=f"Add a factory for `{data['class']}`",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diag],
+                        edit=_edit(uri, [types.TextEdit(range=encoding.to_client(stub[0], source), new_text=stub[1])]),
+                    ),
+                )
+            )
     return actions
 
 
@@ -331,62 +432,23 @@ def ignore_comment_edit(source: SourceText, line: int, ops: list[str]) -> tuple[
     return Range(Position(line, end), Position(line, end)), f"  # atenlint: ignore[{', '.join(ops)}]"
 
 
-def ignore_in_project_edit(path: Optional[str], target: str, ops: list[str]) -> Optional[tuple[str, dict, str]]:
-    """An edit to the nearest pyproject.toml adding the ops to [tool.atenlint] ignore.
+def ignore_in_project_edit(
+    path: str | None, target: str, ops: list[str], workspace_roots: Sequence[str] = ()
+) -> tuple[str, JsonRange, str] | None:
+    """An edit adding the ops to `ignore` in the `[tool.atenlint]` settings that apply to `path`:
+    the config file the settings resolver reads, or the project root's pyproject.toml (tomlkit,
+    format-preserving; see atenlint.pyproject_edit)."""
+    from ..pyproject_edit import ignore_ops_edit
 
-    Only appends new text (never rewrites what the user wrote): a `[tool.atenlint.ignore]`
-    table line for the target, or the table itself at the end of the file.
-    """
-    if not path:
-        return None
-    directory = os.path.dirname(os.path.abspath(path))
-    pyproject = None
-    while True:
-        candidate = os.path.join(directory, "pyproject.toml")
-        if os.path.isfile(candidate):
-            pyproject = candidate
-            break
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    if pyproject is None:
-        return None
-    try:
-        with open(pyproject, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError:
-        return None
-    lines = text.splitlines()
-    quoted = ", ".join(f'"{op}"' for op in ops)
-    header = next((i for i, ln in enumerate(lines) if ln.strip() == "[tool.atenlint.ignore]"), None)
-    if header is not None:
-        for i in range(header + 1, len(lines)):
-            stripped = lines[i].strip()
-            if stripped.startswith("["):
-                break
-            match = re.match(rf"^{re.escape(target)}\s*=\s*\[(?P<items>.*)\]\s*$", stripped)
-            if match:
-                items = [x.strip() for x in match["items"].split(",") if x.strip()]
-                new_items = items + [f'"{op}"' for op in ops if f'"{op}"' not in items]
-                rng = {"start": {"line": i, "character": 0}, "end": {"line": i, "character": len(lines[i])}}
-                return pyproject, rng, f"{target} = [{', '.join(new_items)}]"
-        rng = {"start": {"line": header + 1, "character": 0}, "end": {"line": header + 1, "character": 0}}
-        return pyproject, rng, f"{target} = [{quoted}]\n"
-    end_line = len(lines)
-    prefix = "" if text.endswith("\n") or not text else "\n"
-    rng = {"start": {"line": end_line, "character": 0}, "end": {"line": end_line, "character": 0}}
-    if not text.endswith("\n") and text:
-        rng = {"start": {"line": end_line - 1, "character": len(lines[-1])},
-               "end": {"line": end_line - 1, "character": len(lines[-1])}}
-    return pyproject, rng, f"{prefix}\n[tool.atenlint.ignore]\n{target} = [{quoted}]\n"
+    edit = ignore_ops_edit(path, target, ops, workspace_roots)
+    return None if edit is None else (edit.path, edit.range.as_json(), edit.new_text)
 
 
-def factory_stub_edit(source: SourceText, data: dict) -> Optional[tuple[Range, str]]:
+def factory_stub_edit(source: SourceText, data: EchoedData) -> tuple[Range, str] | None:
     """`# atenlint: init=Class(a=..., b=...)` above the class, for the user to fill in."""
     line = Range.from_json(data["range"]).start.line
     text = source.line_text(line)
-    indent = text[:len(text) - len(text.lstrip())]
+    indent = text[: len(text) - len(text.lstrip())]
     missing = data.get("missing") or []
     arguments = ", ".join(f"{name}=..." for name in missing)
     stub = f"{indent}# atenlint: init={data['class']}({arguments})\n"
@@ -396,10 +458,11 @@ def factory_stub_edit(source: SourceText, data: dict) -> Optional[tuple[Range, s
     return Range(Position(first, 0), Position(first, 0)), stub
 
 
-def fix_all_action(uri: str, source: SourceText, diagnostics_data: list[dict],
-                   encoding: Encoding) -> Optional[types.CodeAction]:
+def fix_all_action(
+    uri: str, source: SourceText, diagnostics_data: Sequence[EchoedData], encoding: Encoding
+) -> types.CodeAction | None:
     """Every exact rewrite in the file, non-overlapping, in one edit."""
-    chosen: list[dict] = []
+    chosen: list[Mapping[str, Any]] = []
     taken: list[Range] = []
     for data in diagnostics_data:
         for fix in data.get("fixes") or []:
@@ -417,8 +480,11 @@ def fix_all_action(uri: str, source: SourceText, diagnostics_data: list[dict],
     for edit in chosen:
         if edit not in unique:
             unique.append(edit)
-    return types.CodeAction(title="atenlint: apply every exact fix", kind=FIX_ALL_KIND,
-                            edit=_edit(uri, [_text_edit(e, source, encoding) for e in unique]))
+    return types.CodeAction(
+        title="atenlint: apply every exact fix",
+        kind=FIX_ALL_KIND,
+        edit=_edit(uri, [_text_edit(e, source, encoding) for e in unique]),
+    )
 
 
 def _overlaps(a: Range, b: Range) -> bool:
@@ -430,7 +496,9 @@ def _overlaps(a: Range, b: Range) -> bool:
 # -- hover -------------------------------------------------------------------------
 
 
-def hover_markdown(site, torch_version: str, notes: Optional[list] = None, markdown: bool = True) -> str:
+def hover_markdown(
+    site: CallSite, torch_version: str, notes: Sequence[str] | None = None, markdown: bool = True
+) -> str:
     """The call, its overloads, each target's verdict once (in full: the diagnostic shows only
     its headline), and advice that is not already in a verdict. `markdown=False` for clients
     that render plain text (no literal backticks or asterisks)."""
@@ -438,18 +506,17 @@ def hover_markdown(site, torch_version: str, notes: Optional[list] = None, markd
     reached = [op for op in site.reached if op not in site.ops]
     if reached:
         lines += ["", "reaches " + ", ".join(f"`{op}`" for op in reached[:12]) + (" …" if len(reached) > 12 else "")]
-    supported = []
-    verdicts = []
+    supported: list[str] = []
+    verdicts: list[str] = []
     for target, verdict in sorted(site.verdicts.items()):
-        if verdict["status"] == "supported":
+        if verdict.status == SUPPORTED:
             supported.append(target)
-        elif verdict["status"] == "conditional":
-            verdicts.append(f"**{target}**: may fall back ({', '.join(verdict['ops'])}) on a path chosen at run time")
+        elif verdict.status == CONDITIONAL:
+            verdicts.append(f"**{target}**: may fall back ({', '.join(verdict.ops)}) on a path chosen at run time")
         else:
-            text = re.sub(r"^`[^`]+` reaches ", "reaches ", verdict.get("message") or "")
-            verdicts.append(f"**{target}**: {text}")
-    for verdict in verdicts:
-        lines += ["", verdict]
+            verdicts.append(f"**{target}**: {verdict.message}")
+    for said_of_target in verdicts:
+        lines += ["", said_of_target]
     if supported:
         lines += ["", "Runs on " + ", ".join(f"**{t}**" for t in supported) + "."]
     said = " ".join(verdicts)
@@ -469,4 +536,4 @@ def plain_text(markdown: str) -> str:
     text = re.sub(r"\*\*(.+?)\*\*", r"\1", markdown)
     text = re.sub(r"(?<![\w])_(.+?)_(?![\w])", r"\1", text)
     text = text.replace("`", "")
-    return re.sub(r"^> ", "", text, flags=re.M)
+    return re.sub(r"^> ", "", text, flags=re.MULTILINE)

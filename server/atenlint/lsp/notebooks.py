@@ -13,34 +13,45 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..notebook import Cell, NotebookError, VirtualModule, build_module, place_in_cells, read_notebook
+from ..findings import Finding
+from ..notebook import Cell, NotebookError, VirtualModule, build_module, cell_of, place_in_cells, read_notebook
 from ..notebook_check import cell_problems
-from ..sourcetext import SourceText
+from ..sourcetext import Range, SourceText
+from ..uris import path_uri
 from . import convert
+
+if TYPE_CHECKING:
+    from .server import AtenlintServer
 
 # Every notebook type ("*": Jupyter's, VS Code's interactive window, ...), its Python cells.
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
-    notebook_selector=[types.NotebookDocumentFilterWithCells(notebook="*",
-                                                             cells=[types.NotebookCellLanguage(language="python")])],
-    save=True)
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(notebook="*", cells=[types.NotebookCellLanguage(language="python")])
+    ],
+    save=True,
+)
+
+# One cell as the handlers read it from pygls: (cell uri, kind "code"|"markdown", language id, text).
+CellDocument = tuple[str, str, str, str]
 
 
 @dataclass
 class NotebookView:
     uri: str
     path: str
-    cell_uris: list  # by cell index, markdown cells included
-    cell_texts: dict  # cell uri -> text
+    cell_uris: list[str]  # by cell index, markdown cells included
+    cell_texts: dict[str, str]  # cell uri -> text
     module: VirtualModule
-    published: set = field(default_factory=set)  # cell URIs that were last given diagnostics
-    recent: dict = field(default_factory=dict)  # module text -> module, the last few (results may lag edits)
+    published: set[str] = field(default_factory=set)  # cell URIs that were last given diagnostics
+    # module text -> module, the last few (results may lag edits)
+    recent: dict[str, VirtualModule] = field(default_factory=dict)
 
-    def module_for(self, text: Optional[str]) -> VirtualModule:
+    def module_for(self, text: str | None) -> VirtualModule:
         """The module a result was computed on: the current cells', a recent one, or the
         notebook as saved (with `onSave` the saved notebook is what was checked)."""
         if text is None or text == self.module.text:
@@ -60,38 +71,50 @@ class NotebookDocuments:
     def __init__(self) -> None:
         self.views: dict[str, NotebookView] = {}
 
-    def update(self, uri: str, path: str, cells: list[tuple[str, str, str, str]]) -> NotebookView:
+    def update(self, uri: str, path: str, cells: list[CellDocument]) -> NotebookView:
         """`cells`: (cell uri, kind "code"|"markdown", language id, text) in notebook order."""
-        module = build_module([Cell(index, kind, text, language) for index, (_, kind, language, text)
-                               in enumerate(cells)])
+        module = build_module(
+            [Cell(index, kind, text, language) for index, (_, kind, language, text) in enumerate(cells)]
+        )
         previous = self.views.get(uri)
-        view = NotebookView(uri, path, [c[0] for c in cells], {c[0]: c[3] for c in cells}, module,
-                            set(previous.published) if previous else set(),
-                            dict(previous.recent) if previous else {})
+        view = NotebookView(
+            uri,
+            path,
+            [c[0] for c in cells],
+            {c[0]: c[3] for c in cells},
+            module,
+            set(previous.published) if previous else set(),
+            dict(previous.recent) if previous else {},
+        )
         view.recent[module.text] = module
         while len(view.recent) > 8:
             view.recent.pop(next(iter(view.recent)))
         self.views[uri] = view
         return view
 
-    def remove(self, uri: str) -> Optional[NotebookView]:
+    def remove(self, uri: str) -> NotebookView | None:
         return self.views.pop(uri, None)
 
-    def of_cell(self, cell_uri: str) -> Optional[NotebookView]:
+    def of_cell(self, cell_uri: str) -> NotebookView | None:
         return next((view for view in self.views.values() if cell_uri in view.cell_texts), None)
 
     @staticmethod
-    def per_cell(view: NotebookView, findings: list, text: Optional[str] = None) -> dict[str, list]:
+    def per_cell(view: NotebookView, findings: list[Finding], text: str | None = None) -> dict[str, list[Finding]]:
         """The notebook's findings (positions in the module `text`, by default the current
         cells') as copies placed in their cells, by cell URI; findings in other files are
         left out (they are published on those)."""
         module = view.module_for(text)
-        copies = [dataclasses.replace(f, data=dict(f.data), fixes=list(f.fixes), related=list(f.related))
-                  for f in findings if os.path.abspath(f.abs_path or f.path) == view.path]
+        copies = [
+            dataclasses.replace(f, data=f.data.copy(), fixes=list(f.fixes), related=list(f.related))
+            for f in findings
+            if os.path.abspath(f.abs_path or f.path) == view.path
+        ]
         copies += cell_problems(module, view.path, os.path.basename(view.path))
-        out: dict[str, list] = {uri: [] for index, uri in enumerate(view.cell_uris) if index in module.cell_texts}
+        out: dict[str, list[Finding]] = {
+            uri: [] for index, uri in enumerate(view.cell_uris) if index in module.cell_texts
+        }
         for finding in place_in_cells(copies, view.path, module, None):
-            cell = (finding.data.get("notebook") or {}).get("cell")
+            cell = cell_of(finding)
             if cell is not None and 0 <= cell < len(view.cell_uris):
                 out.setdefault(view.cell_uris[cell], []).append(finding)
         return out
@@ -100,7 +123,7 @@ class NotebookDocuments:
 # -- handlers (registered by server.py) -----------------------------------------------------
 
 
-def _cells(ls, notebook: types.NotebookDocument) -> list[tuple[str, str, str, str]]:
+def _cells(ls: AtenlintServer, notebook: types.NotebookDocument) -> list[CellDocument]:
     cells = []
     for cell in notebook.cells:
         document = ls.workspace.get_text_document(cell.document)
@@ -109,7 +132,7 @@ def _cells(ls, notebook: types.NotebookDocument) -> list[tuple[str, str, str, st
     return cells
 
 
-def _sync(ls, uri: str) -> Optional[NotebookView]:
+def _sync(ls: AtenlintServer, uri: str) -> NotebookView | None:
     notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
     path = to_fs_path(uri)
     if notebook is None or not path:
@@ -117,27 +140,27 @@ def _sync(ls, uri: str) -> Optional[NotebookView]:
     return ls.notebooks.update(uri, os.path.abspath(path), _cells(ls, notebook))
 
 
-def register(server) -> None:
+def register(server: AtenlintServer) -> None:
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def did_open(ls, params: types.DidOpenNotebookDocumentParams) -> None:
+    def did_open(ls: AtenlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
         view = _sync(ls, params.notebook_document.uri)
         if view is not None:
             ls.session.open(view.uri, view.path, params.notebook_document.version, view.module.text)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def did_change(ls, params: types.DidChangeNotebookDocumentParams) -> None:
+    def did_change(ls: AtenlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
         view = _sync(ls, params.notebook_document.uri)
         if view is not None:
             ls.session.change(view.uri, params.notebook_document.version, view.module.text)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-    def did_save(ls, params: types.DidSaveNotebookDocumentParams) -> None:
+    def did_save(ls: AtenlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
         view = _sync(ls, params.notebook_document.uri)
         if view is not None:
             ls.session.save(view.uri, view.module.text)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def did_close(ls, params: types.DidCloseNotebookDocumentParams) -> None:
+    def did_close(ls: AtenlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
         uri = params.notebook_document.uri
         view = ls.notebooks.remove(uri)
         ls.session.close(uri)
@@ -146,39 +169,39 @@ def register(server) -> None:
                 ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
 
-def publish_cells(ls, uri: str, findings: list) -> bool:
+def publish_cells(ls: AtenlintServer, uri: str, findings: list[Finding]) -> bool:
     """Publish a notebook's findings on its cells; False when `uri` is not a notebook."""
     view = ls.notebooks.views.get(uri)
     if view is None:
         return False
-    per_cell = NotebookDocuments.per_cell(view, findings, _shown_text(ls, view))
+    per_cell = NotebookDocuments.per_cell(view, findings, ls.session.source_text_for(view.path))
     for cell_uri in sorted(view.published - set(per_cell)):  # cells deleted since: nothing stale stays
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
     for cell_uri, found in per_cell.items():
         source = SourceText(view.cell_texts.get(cell_uri, ""), view.path)
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=cell_uri, diagnostics=[convert.diagnostic(f, source, ls.encoding) for f in found]))
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=cell_uri, diagnostics=[convert.diagnostic(f, source, ls.encoding) for f in found]
+            )
+        )
     view.published = set(per_cell)
     return True
 
 
-def _shown_text(ls, view: NotebookView) -> Optional[str]:
-    shown = getattr(ls.session, "source_text_for", None)
-    return shown(view.path) if shown is not None else None
-
-
-def is_cell(ls, uri: str) -> bool:
+def is_cell(ls: AtenlintServer, uri: str) -> bool:
     return ls.notebooks.of_cell(uri) is not None
 
 
-async def cell_diagnostics(ls, params: types.DocumentDiagnosticParams):
+async def cell_diagnostics(
+    ls: AtenlintServer, params: types.DocumentDiagnosticParams
+) -> types.RelatedFullDocumentDiagnosticReport:
     """textDocument/diagnostic for a cell: always empty. A cell's diagnostics are pushed
     in either mode (VS Code's client pulls only documents shown in text tabs, never
     cells), and a client that pulled them too would show each one twice."""
     return types.RelatedFullDocumentDiagnosticReport(result_id="atenlint-cells-are-pushed", items=[])
 
 
-def code_actions(ls, params: types.CodeActionParams) -> Optional[list]:
+def code_actions(ls: AtenlintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     """Quick fixes in a cell: a fix's edits may touch other cells (an import in the first
     one), so each edit goes to its own cell's URI."""
     uri = params.text_document.uri
@@ -186,63 +209,101 @@ def code_actions(ls, params: types.CodeActionParams) -> Optional[list]:
     if view is None:
         return None
     only = params.context.only
-    if only and not any(types.CodeActionKind.QuickFix == k or types.CodeActionKind.QuickFix.startswith(f"{k}.")
-                        for k in only):
+    if only and not any(
+        types.CodeActionKind.QuickFix == k or types.CodeActionKind.QuickFix.startswith(f"{k}.") for k in only
+    ):
         return None
     actions = []
     for diag in params.context.diagnostics:
-        data = diag.data if isinstance(diag.data, dict) else None
+        # What the client echoes of `convert.diagnostic_data` (JSON: checked as it is read).
+        data: dict[str, Any] | None = diag.data if isinstance(diag.data, dict) else None
         if not data or diag.source != "atenlint":
             continue
         for fix in data.get("fixes") or []:
             changes = _fix_changes(ls, view, fix.get("edits") or [])
             if changes:
-                actions.append(types.CodeAction(
-                    title=fix.get("title", "Apply atenlint fix"), kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diag], is_preferred=bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite",
-                    edit=types.WorkspaceEdit(changes=changes)))
+                actions.append(
+                    types.CodeAction(
+                        title=fix.get("title", "Apply atenlint fix"),
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diag],
+                        is_preferred=bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite",
+                        edit=types.WorkspaceEdit(changes=changes),
+                    )
+                )
         actions.extend(_ignore_actions(ls, view, uri, diag, data))
     return actions or None
 
 
-def _fix_changes(ls, view: NotebookView, edits: list) -> dict:
-    changes: dict[str, list] = {}
+def _fix_changes(
+    ls: AtenlintServer, view: NotebookView, edits: list[dict[str, Any]]
+) -> dict[str, list[types.TextEdit]]:
+    changes: dict[str, list[types.TextEdit]] = {}
     for edit in edits:
-        if "path" in edit:
-            changes.setdefault(convert._uri(edit["path"]), []).append(types.TextEdit(
-                range=convert._plain_range(edit["range"]), new_text=edit["newText"]))
+        rng = Range.from_json(edit["range"])
+        if "path" in edit:  # another file (pyproject.toml): its range is plain
+            changes.setdefault(path_uri(edit["path"]), []).append(
+                types.TextEdit(range=ls.encoding.to_client(rng, None), new_text=edit["newText"])
+            )
             continue
         cell = edit.get("cell")
         if not isinstance(cell, int) or not 0 <= cell < len(view.cell_uris):
             return {}
         cell_uri = view.cell_uris[cell]
         source = SourceText(view.cell_texts.get(cell_uri, ""), view.path)
-        changes.setdefault(cell_uri, []).append(convert._text_edit(edit, source, ls.encoding))
+        changes.setdefault(cell_uri, []).append(
+            types.TextEdit(range=ls.encoding.to_client(rng, source), new_text=edit["newText"])
+        )
     return changes
 
 
-def _ignore_actions(ls, view: NotebookView, uri: str, diag: types.Diagnostic, data: dict) -> list:
-    from ..sourcetext import Range
-
+def _ignore_actions(
+    ls: AtenlintServer, view: NotebookView, uri: str, diag: types.Diagnostic, data: dict[str, Any]
+) -> list[types.CodeAction]:
     ops, target = data.get("ops") or [], data.get("target")
     if not ops or not target:
         return []
     source = SourceText(view.cell_texts.get(uri, ""), view.path)
     label = ", ".join(ops)
     rng, text = convert.ignore_comment_edit(source, Range.from_json(data["range"]).start.line, ops)
-    actions = [types.CodeAction(
-        title=f"Ignore {label} on this line", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
-        edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=ls.encoding.to_client(rng, source),
-                                                                new_text=text)]}))]
+    actions = [
+        types.CodeAction(
+            title=f"Ignore {label} on this line",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diag],
+            edit=types.WorkspaceEdit(
+                changes={uri: [types.TextEdit(range=ls.encoding.to_client(rng, source), new_text=text)]}
+            ),
+        )
+    ]
     project = convert.ignore_in_project_edit(view.path, target, ops)
     if project is not None:
         pyproject, project_range, new_text = project
-        actions.append(types.CodeAction(
-            title=f"Ignore {label} for target {target} in this project", kind=types.CodeActionKind.QuickFix,
-            diagnostics=[diag], edit=types.WorkspaceEdit(changes={convert._uri(pyproject): [types.TextEdit(
-                range=convert._plain_range(project_range), new_text=new_text)]})))
+        actions.append(
+            types.CodeAction(
+                title=f"Ignore {label} for target {target} in this project",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diag],
+                edit=types.WorkspaceEdit(
+                    changes={
+                        path_uri(pyproject): [
+                            types.TextEdit(
+                                range=ls.encoding.to_client(Range.from_json(project_range), None), new_text=new_text
+                            )
+                        ]
+                    }
+                ),
+            )
+        )
     return actions
 
 
-__all__ = ["NOTEBOOK_SYNC", "NotebookDocuments", "register", "publish_cells", "is_cell", "cell_diagnostics",
-           "code_actions"]
+__all__ = [
+    "NOTEBOOK_SYNC",
+    "NotebookDocuments",
+    "cell_diagnostics",
+    "code_actions",
+    "is_cell",
+    "publish_cells",
+    "register",
+]

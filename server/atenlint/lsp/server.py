@@ -9,18 +9,21 @@ import contextvars
 import os
 import threading
 import uuid
-from typing import Optional
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from lsprotocol import types
-from pygls.exceptions import FeatureAlreadyRegisteredError
+from pygls.exceptions import FeatureAlreadyRegisteredError, JsonRpcServerNotInitialized
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..findings import Finding
 from ..inputs_suggest import code_action_edit
 from ..output import report_markdown_for
 from ..sourcetext import SourceText
+from ..uris import path_uri
 from . import convert, notebooks
 from .session import Session, call_site_at, findings_at
 from .settings import editor_settings
@@ -28,12 +31,32 @@ from .settings import editor_settings
 STATUS_NOTIFICATION = "atenlint/status"
 CHECK_WORKSPACE = "atenlint.checkWorkspace"
 REPORT = "atenlint.report"
-_LOG_LEVEL = {"error": types.MessageType.Error, "warning": types.MessageType.Warning,
-              "info": types.MessageType.Info, "debug": types.MessageType.Log}
+_LOG_LEVEL = {
+    "error": types.MessageType.Error,
+    "warning": types.MessageType.Warning,
+    "info": types.MessageType.Info,
+    "debug": types.MessageType.Log,
+}
 
+MessageId = int | str  # a JSON-RPC request id
 
 # The id of the request a handler serves (handlers' tasks inherit it from `_handle_request`).
-_REQUEST_ID: contextvars.ContextVar = contextvars.ContextVar("atenlint_request_id", default=None)
+_REQUEST_ID: contextvars.ContextVar[MessageId | None] = contextvars.ContextVar("atenlint_request_id", default=None)
+
+
+class WorkspaceCheckSummary(TypedDict):
+    """The answer to `atenlint.checkWorkspace` (the VS Code client shows it)."""
+
+    files: int
+    findings: int
+    cancelled: bool
+    message: str | None  # why the check saw what it saw (no folder, no Python files), if anything
+
+
+class ReportAnswer(TypedDict):
+    """The answer to `atenlint.report`."""
+
+    markdown: str
 
 
 class AtenlintProtocol(LanguageServerProtocol):
@@ -42,15 +65,16 @@ class AtenlintProtocol(LanguageServerProtocol):
     already answered (VS Code cancels pulls it no longer needs). Here a cancel also reaches
     whatever registered for that request id, and a late one is not worth a warning."""
 
-    def _handle_request(self, msg_id, method_name, params):
+    def _handle_request(self, msg_id: MessageId, method_name: str, params: Any) -> None:
         token = _REQUEST_ID.set(msg_id)
         try:
-            return super()._handle_request(msg_id, method_name, params)
+            super()._handle_request(msg_id, method_name, params)
         finally:
             _REQUEST_ID.reset(token)
 
-    def _handle_cancel_notification(self, msg_id):
-        self._server.request_cancelled(msg_id)
+    def _handle_cancel_notification(self, msg_id: MessageId) -> None:
+        if isinstance(self._server, AtenlintServer):
+            self._server.request_cancelled(msg_id)
         if msg_id not in self._request_futures:
             return  # answered already: nothing to cancel
         super()._handle_cancel_notification(msg_id)
@@ -58,46 +82,72 @@ class AtenlintProtocol(LanguageServerProtocol):
 
 class AtenlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("atenlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         notebook_document_sync=notebooks.NOTEBOOK_SYNC, protocol_cls=AtenlintProtocol)
-        self.cancellations: dict = {}  # request id -> threading.Event a running check watches
+        super().__init__(
+            "atenlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=notebooks.NOTEBOOK_SYNC,
+            protocol_cls=AtenlintProtocol,
+        )
+        self.cancellations: dict[MessageId, threading.Event] = {}  # request id -> the event a running check watches
         self.notebooks = notebooks.NotebookDocuments()
-        self.session: Optional[Session] = None
+        self._session: Session | None = None  # created by `initialize`
         self.encoding = convert.Encoding()
         self.supports_refresh = False
         self.supports_configuration = False
-        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.loop: asyncio.AbstractEventLoop | None = None
 
-    def request_cancelled(self, msg_id) -> None:
+    @property
+    def session(self) -> Session:
+        """The session `initialize` started. Every other message comes after it (LSP's
+        rule); one that does not is answered with ServerNotInitialized, never a crash."""
+        if self._session is None:
+            raise JsonRpcServerNotInitialized("atenlint: the server has not received `initialize` yet")
+        return self._session
+
+    def start_session(self, session: Session) -> None:
+        self._session = session
+        session.start()  # workers warm up in the background; initialize answers now
+
+    def stop_session(self) -> None:
+        if self._session is not None:
+            self._session.shutdown()
+
+    def request_cancelled(self, msg_id: MessageId) -> None:
         event = self.cancellations.get(msg_id)
         if event is not None:
             event.set()
 
     # -- Callbacks for the session (called on the event loop thread) ------
-    def publish(self, uri: str, version: Optional[int], findings: list) -> None:
+    def publish(self, uri: str, version: int | None, findings: list[Finding]) -> None:
         if notebooks.publish_cells(self, uri, findings):  # a notebook: on each cell's URI
             return
-        source = self._shown_source(uri)
+        source = self.shown_source(uri)
         diagnostics = [convert.diagnostic(f, source, self.encoding) for f in findings]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics)
+        )
 
     def refresh(self) -> None:
         if self.supports_refresh:
             self.workspace_diagnostic_refresh(None)
 
-    def status(self, status: dict) -> None:
-        self._call_soon(self.protocol.notify, STATUS_NOTIFICATION, status)
+    def status(self, status: dict[str, Any]) -> None:
+        self.call_on_loop(self.protocol.notify, STATUS_NOTIFICATION, status)
 
     def log(self, message: str, level: str = "info") -> None:
-        self._call_soon(self.window_log_message,
-                        types.LogMessageParams(type=_LOG_LEVEL.get(level, types.MessageType.Info), message=message))
+        self.call_on_loop(
+            self.window_log_message,
+            types.LogMessageParams(type=_LOG_LEVEL.get(level, types.MessageType.Info), message=message),
+        )
 
     def show(self, message: str, level: str = "info") -> None:
-        self._call_soon(self.window_show_message,
-                        types.ShowMessageParams(type=_LOG_LEVEL.get(level, types.MessageType.Info), message=message))
+        self.call_on_loop(
+            self.window_show_message,
+            types.ShowMessageParams(type=_LOG_LEVEL.get(level, types.MessageType.Info), message=message),
+        )
 
-    def _call_soon(self, function, *args) -> None:
+    def call_on_loop(self, function: Callable[..., object], *args: object) -> None:
         """Messages may come from worker threads; the transport belongs to the loop."""
         if self.loop is not None and threading.current_thread() is not threading.main_thread():
             if not self.loop.is_closed():
@@ -105,22 +155,27 @@ class AtenlintServer(LanguageServer):
         else:
             function(*args)
 
-    def _shown_source(self, uri: str) -> Optional[SourceText]:
+    def shown_source(self, uri: str) -> SourceText | None:
         """The text the file's shown results were computed on (the saved file while the
         buffer has unsaved edits under `onSave`): positions convert against it."""
         path = _path(uri)
-        text = self.session.source_text_for(path) if self.session and path else None
-        return SourceText(text, path) if text is not None else self._source(uri)
+        text = self.session.source_text_for(path) if path is not None else None
+        if path is not None and text is not None:
+            return SourceText(text, path)
+        return self.source(uri)
 
-    def _source(self, uri: str) -> Optional[SourceText]:
-        document = self.session.documents.get(uri) if self.session else None
+    def source(self, uri: str) -> SourceText | None:
+        """The document's text: the open buffer, else the file on disk."""
+        document = self.session.documents.get(uri)
         if document is not None:
             return SourceText(document.text, document.path)
         path = to_fs_path(uri)
+        if path is None:
+            return None
         try:
             with open(path, encoding="utf-8") as handle:
                 return SourceText(handle.read(), path)
-        except (OSError, UnicodeDecodeError, TypeError):
+        except (OSError, UnicodeDecodeError):
             return None
 
 
@@ -128,20 +183,23 @@ server = AtenlintServer()
 notebooks.register(server)
 
 
-def _path(uri: str) -> Optional[str]:
+def _path(uri: str) -> str | None:
     path = to_fs_path(uri)
     return os.path.abspath(path) if path else None
 
 
-def _is_python(uri: str, language_id: Optional[str] = None) -> bool:
-    return (language_id == "python" or uri.endswith((".py", ".pyi"))) and _path(uri) is not None
+def _python_path(uri: str, language_id: str | None = None) -> str | None:
+    """The file path of a Python document (None: another language, or not a file)."""
+    if language_id == "python" or uri.endswith((".py", ".pyi")):
+        return _path(uri)
+    return None
 
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
     ls.loop = asyncio.get_running_loop()
     capabilities = params.capabilities
-    ls.encoding = convert.Encoding(ls.workspace.position_encoding or "utf-16")
+    ls.encoding = convert.Encoding(ls.workspace.position_encoding or types.PositionEncodingKind.Utf16)
     text_document = capabilities.text_document
     workspace = capabilities.workspace
     ls.supports_refresh = bool(workspace and workspace.diagnostics and workspace.diagnostics.refresh_support)
@@ -150,23 +208,26 @@ def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
     # pulls and also receives pushes shows every squiggle twice.
     pull = bool(text_document and text_document.diagnostic) and ls.supports_refresh
     if pull:
-        _register_pull_diagnostics(ls)  # capabilities are built from the features after this handler
+        _register_pull_diagnostics(ls)  # pygls builds the capabilities from the features after this handler
     ls.supports_configuration = bool(workspace and workspace.configuration)
-    folders = [_path(f.uri) for f in (params.workspace_folders or [])] or \
-        ([_path(params.root_uri)] if params.root_uri else [])
+    uris = [f.uri for f in params.workspace_folders or []] or ([params.root_uri] if params.root_uri else [])
+    folders = [path for path in map(_path, uris) if path]
     settings = editor_settings(params.initialization_options)
-    ls.log(f"atenlint {__version__}: {'pull' if pull else 'push'} diagnostics, position encoding "
-           f"{ls.encoding.name}, workers run {settings.python}")
-    ls.session = Session(ls, settings, [f for f in folders if f], pull=pull)
-    ls.session.start()  # workers warm up in the background; initialize answers now
+    ls.log(
+        f"atenlint {__version__}: {'pull' if pull else 'push'} diagnostics, position encoding "
+        f"{ls.encoding.name}, workers run {settings.python}"
+    )
+    ls.start_session(Session(ls, settings, folders, pull=pull))
 
 
 def _register_pull_diagnostics(ls: AtenlintServer) -> None:
+    """Pull diagnostics are offered only to a client that pulls: registered here, through
+    pygls's own decorator, so that `initialize`'s capabilities include them."""
     try:
         ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, PULL_OPTIONS)(document_diagnostic)
         ls.feature(types.WORKSPACE_DIAGNOSTIC)(workspace_diagnostic)
     except FeatureAlreadyRegisteredError:
-        pass  # a second initialize in the same process
+        pass  # a second initialize in the same process: they are registered already
 
 
 @server.feature(types.INITIALIZED)
@@ -174,11 +235,22 @@ async def initialized(ls: AtenlintServer, params: types.InitializedParams) -> No
     ls.session.announce()
     await _pull_configuration(ls)
     if _dynamic_watchers(ls):
-        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
-            id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-            register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
-                          types.FileSystemWatcher(glob_pattern="**/*.py")]))]))
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id=str(uuid.uuid4()),
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                            watchers=[
+                                types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                                types.FileSystemWatcher(glob_pattern="**/*.py"),
+                            ]
+                        ),
+                    )
+                ]
+            )
+        )
 
 
 def _dynamic_watchers(ls: AtenlintServer) -> bool:
@@ -191,28 +263,38 @@ async def _pull_configuration(ls: AtenlintServer) -> None:
     if not ls.supports_configuration:
         return
     try:
-        sections = await ls.workspace_configuration_async(types.ConfigurationParams(
-            items=[types.ConfigurationItem(section="atenlint")]))
+        sections = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="atenlint")])
+        )
     except Exception as error:  # noqa: BLE001 - a client that cannot answer keeps the initial options
         ls.log(f"workspace/configuration failed: {error}", "warning")
         return
-    section = sections[0] if sections else None
-    if isinstance(section, dict) and section:
-        if ls.session.configure(editor_settings(section, base=ls.session.settings)):
-            ls.session.recheck_all()
+    _apply_editor_settings(ls, sections[0] if sections else None)
+
+
+def _apply_editor_settings(ls: AtenlintServer, section: object) -> None:
+    """New `atenlint.*` settings from the client. The session decides what they change
+    (a new interpreter gets new workers once the running analyses are done); the server
+    only asks for the re-check."""
+    if (
+        isinstance(section, dict)
+        and section
+        and ls.session.configure(editor_settings(section, base=ls.session.settings))
+    ):
+        ls.session.recheck_all()
 
 
 @server.feature(types.SHUTDOWN)
-def shutdown(ls: AtenlintServer, params) -> None:
-    if ls.session is not None:
-        ls.session.shutdown()
+def shutdown(ls: AtenlintServer, params: None) -> None:
+    ls.stop_session()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: AtenlintServer, params: types.DidOpenTextDocumentParams) -> None:
     document = params.text_document
-    if _is_python(document.uri, document.language_id):
-        ls.session.open(document.uri, _path(document.uri), document.version, document.text)
+    path = _python_path(document.uri, document.language_id)
+    if path is not None:
+        ls.session.open(document.uri, path, document.version, document.text)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -254,58 +336,73 @@ def did_change_watched_files(ls: AtenlintServer, params: types.DidChangeWatchedF
 async def did_change_configuration(ls: AtenlintServer, params: types.DidChangeConfigurationParams) -> None:
     if ls.supports_configuration:
         await _pull_configuration(ls)
-    elif isinstance(params.settings, dict):
-        if ls.session.configure(editor_settings(params.settings, base=ls.session.settings)):
-            ls.session.recheck_all()
+    else:
+        _apply_editor_settings(ls, params.settings)
 
 
-PULL_OPTIONS = types.DiagnosticOptions(identifier="atenlint", inter_file_dependencies=True,
-                                      workspace_diagnostics=True)
+PULL_OPTIONS = types.DiagnosticOptions(identifier="atenlint", inter_file_dependencies=True, workspace_diagnostics=True)
 
 
 # Registered at `initialize` only for a client that pulls (see `_register_pull_diagnostics`).
-async def document_diagnostic(ls: AtenlintServer, params: types.DocumentDiagnosticParams):
+async def document_diagnostic(
+    ls: AtenlintServer, params: types.DocumentDiagnosticParams
+) -> types.DocumentDiagnosticReport:
     uri = params.text_document.uri
     if notebooks.is_cell(ls, uri):
         return await notebooks.cell_diagnostics(ls, params)
+    path = _path(uri)
     if uri not in ls.session.documents:
-        if not _is_python(uri):
+        path = _python_path(uri)
+        if path is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
         text_document = ls.workspace.get_text_document(uri)
-        ls.session.open(uri, _path(uri), text_document.version, text_document.source)
-    result = await ls.session.result_for(uri)
-    if result is None:
+        ls.session.open(uri, path, text_document.version, text_document.source)
+    # The fast targets' result of a running check answers at once; a refresh brings the full one.
+    result = await ls.session.result_for(uri, partial=True)
+    if result is None or path is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     if params.previous_result_id == result.result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result.result_id)
-    source = ls._shown_source(uri)
-    findings = ls.session.findings_for(_path(uri))
+    source = ls.shown_source(uri)
+    findings = ls.session.findings_for(path)
     return types.RelatedFullDocumentDiagnosticReport(
-        result_id=result.result_id, items=[convert.diagnostic(f, source, ls.encoding) for f in findings])
+        result_id=result.result_id, items=[convert.diagnostic(f, source, ls.encoding) for f in findings]
+    )
 
 
-def workspace_diagnostic(ls: AtenlintServer, params: types.WorkspaceDiagnosticParams):
+def workspace_diagnostic(
+    ls: AtenlintServer, params: types.WorkspaceDiagnosticParams
+) -> types.WorkspaceDiagnosticReport:
     previous = {p.uri: p.value for p in params.previous_result_ids or []}
-    items = []
+    items: list[types.WorkspaceDocumentDiagnosticReport] = []
     for path, result in ls.session.workspace_results.items():
-        uri = convert._uri(path)
+        uri = path_uri(path)
         if uri in ls.session.documents:
             continue  # open documents are reported by textDocument/diagnostic
         if previous.get(uri) == result.result_id:
-            items.append(types.WorkspaceUnchangedDocumentDiagnosticReport(uri=uri, result_id=result.result_id,
-                                                                          version=None))
+            items.append(
+                types.WorkspaceUnchangedDocumentDiagnosticReport(uri=uri, result_id=result.result_id, version=None)
+            )
             continue
-        source = ls._source(uri)
-        items.append(types.WorkspaceFullDocumentDiagnosticReport(
-            uri=uri, version=None, result_id=result.result_id,
-            items=[convert.diagnostic(f, source, ls.encoding) for f in result.findings]))
+        source = ls.source(uri)
+        items.append(
+            types.WorkspaceFullDocumentDiagnosticReport(
+                uri=uri,
+                version=None,
+                result_id=result.result_id,
+                items=[convert.diagnostic(f, source, ls.encoding) for f in result.findings],
+            )
+        )
     return types.WorkspaceDiagnosticReport(items=items)
 
 
-@server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND],
-                                        resolve_provider=False))
-def code_action(ls: AtenlintServer, params: types.CodeActionParams):
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND], resolve_provider=False
+    ),
+)
+def code_action(ls: AtenlintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     uri = params.text_document.uri
     if notebooks.is_cell(ls, uri):
         return notebooks.code_actions(ls, params)
@@ -315,54 +412,81 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams):
     shown = ls.session.source_text_for(path) if path else None
     changed = shown is not None and shown != text
     findings = ls.session.findings_for(path) if path and not changed else []
-    source = SourceText(text, path)
+    source = SourceText(text, path or uri)
     # The server's own diagnostics, for clients that do not echo `data` (Vim + ALE). Once the
     # buffer changed since the check their positions are stale: then only the diagnostics the
     # client echoes (it moves them with the edits, as VS Code does) carry fixes.
     known = [(convert.diagnostic(f, source, ls.encoding), convert.diagnostic_data(f)) for f in findings]
-    actions = convert.code_actions(uri, text, list(params.context.diagnostics), params.context.only, ls.encoding,
-                                   [data for _, data in known], params.range, known) or []
+    only = list(params.context.only) if params.context.only is not None else None
+    actions = (
+        convert.code_actions(
+            uri,
+            text,
+            list(params.context.diagnostics),
+            only,
+            ls.encoding,
+            [data for _, data in known],
+            params.range,
+            known,
+        )
+        or []
+    )
     # Example inputs read off forward's signature (pure: atenlint.inputs_suggest), at column 0.
-    wanted = not params.context.only or types.CodeActionKind.QuickFix in params.context.only
+    wanted = not only or types.CodeActionKind.QuickFix in only
     suggestion = code_action_edit(text, params.range.start.line) if wanted else None
     if suggestion is not None:
         title, line, new_text = suggestion
         at = types.Range(types.Position(line, 0), types.Position(line, 0))
-        actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, edit=types.WorkspaceEdit(
-            changes={uri: [types.TextEdit(range=at, new_text=new_text)]})))
+        actions.append(
+            types.CodeAction(
+                title=title,
+                kind=types.CodeActionKind.QuickFix,
+                edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=at, new_text=new_text)]}),
+            )
+        )
     return actions or None
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
-def hover(ls: AtenlintServer, params: types.HoverParams) -> Optional[types.Hover]:
+def hover(ls: AtenlintServer, params: types.HoverParams) -> types.Hover | None:
     uri = params.text_document.uri
-    source = ls._shown_source(uri)
+    source = ls.shown_source(uri)
     position = ls.encoding.from_client(params.position, source)
     result = ls.session.last_result(uri)
     site = call_site_at(result, position.line, position.character)
     if site is None:
         return None
-    torch = ls.session.engine.torch_version if ls.session.engine else "?"
     # Remedies that are advice rather than edits (how to enable the CPU fallback) live here.
-    notes = [fix.get("description") or fix.get("title") for finding in findings_at(result, position.line,
-                                                                                   position.character)
-             for fix in finding.fixes if not fix.get("edits")]
+    notes = [
+        fix.get("description") or fix.get("title")
+        for finding in findings_at(result, position.line, position.character)
+        for fix in finding.fixes
+        if not fix.get("edits")
+    ]
     markdown = _hover_markdown_ok(ls)
-    return types.Hover(contents=types.MarkupContent(
-        kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
-        value=convert.hover_markdown(site, torch, notes, markdown=markdown)),
-        range=ls.encoding.to_client(site.range, source))
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
+            value=convert.hover_markdown(site, _torch_version(ls), notes, markdown=markdown),
+        ),
+        range=ls.encoding.to_client(site.range, source),
+    )
+
+
+def _torch_version(ls: AtenlintServer) -> str:
+    engine = ls.session.engine
+    return engine.torch_version if engine is not None else "?"
 
 
 def _hover_markdown_ok(ls: AtenlintServer) -> bool:
     """Markdown unless the client says it renders plain text only (or prefers it)."""
-    text_document = ls.client_capabilities.text_document if ls.client_capabilities else None
+    text_document = ls.client_capabilities.text_document
     formats = text_document.hover.content_format if text_document and text_document.hover else None
     return not formats or formats[0] == types.MarkupKind.Markdown
 
 
 @server.command(CHECK_WORKSPACE)
-async def check_workspace(ls: AtenlintServer, *args) -> dict:
+async def check_workspace(ls: AtenlintServer, *args: object) -> WorkspaceCheckSummary:
     token = str(uuid.uuid4())
     cancelled = threading.Event()
     request_id = _REQUEST_ID.get()
@@ -371,70 +495,93 @@ async def check_workspace(ls: AtenlintServer, *args) -> dict:
     try:
         return await _check_workspace(ls, token, cancelled)
     finally:
-        ls.cancellations.pop(request_id, None)
+        if request_id is not None:
+            ls.cancellations.pop(request_id, None)
 
 
-async def _check_workspace(ls: AtenlintServer, token: str, cancelled: threading.Event) -> dict:
-    created = False
+async def _create_progress(ls: AtenlintServer, token: str, cancelled: threading.Event) -> bool:
+    """Start work-done progress for the check; False when the client has none to show."""
     try:
         await ls.work_done_progress.create_async(token)
-        created = True
-    except Exception:  # noqa: BLE001 - a client without work-done progress still gets the results
-        pass
-    if created:
-        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title="atenlint: checking the workspace", cancellable=True, percentage=0))
-        future = ls.work_done_progress.tokens.get(token)
-        if future is not None:
-            future.add_done_callback(lambda f: cancelled.set() if f.cancelled() else None)
+    except Exception as error:  # noqa: BLE001 - a client without work-done progress still gets the results
+        ls.log(f"no progress for Check Workspace: {error}", "debug")
+        return False
+    ls.work_done_progress.begin(
+        token, types.WorkDoneProgressBegin(title="atenlint: checking the workspace", cancellable=True, percentage=0)
+    )
+    future = ls.work_done_progress.tokens.get(token)
+    if future is not None:
+        future.add_done_callback(lambda f: cancelled.set() if f.cancelled() else None)
+    return True
 
-    def progress(done: int, total: int, name: str) -> None:
+
+async def _check_workspace(ls: AtenlintServer, token: str, cancelled: threading.Event) -> WorkspaceCheckSummary:
+    session = ls.session  # the one this check runs in, even if the client re-initializes meanwhile
+    created = await _create_progress(ls, token, cancelled)
+
+    def progress(done: int, total: int, name: str) -> None:  # called on the checking thread
         if created:
-            ls._call_soon(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
-                message=f"{done + 1}/{total} {name}", percentage=int(100 * done / max(total, 1)),
-                cancellable=True))
+            ls.call_on_loop(
+                ls.work_done_progress.report,
+                token,
+                types.WorkDoneProgressReport(
+                    message=f"{done + 1}/{total} {name}", percentage=int(100 * done / max(total, 1)), cancellable=True
+                ),
+            )
 
     loop = asyncio.get_running_loop()
-    ls.session.workspace_check_started()
+    session.workspace_check_started()
     try:
         # `$/cancelRequest` cancels this coroutine; the thread stops at the next file.
-        results = await asyncio.shield(loop.run_in_executor(ls.session._executor, ls.session.check_workspace,
-                                                            progress, cancelled))
+        results = await asyncio.shield(
+            loop.run_in_executor(session._executor, session.check_workspace, progress, cancelled)
+        )
     except asyncio.CancelledError:
         cancelled.set()
         if created:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="cancelled"))
         raise
     finally:
-        ls.session.workspace_check_ended()
-    for path, result in results.items():
-        if not ls.session.pull:
-            ls.publish(convert._uri(path), None, result.findings)
+        session.workspace_check_ended()
+    if not session.pull:
+        for path, result in results.items():
+            ls.publish(path_uri(path), None, result.findings)
     ls.refresh()
-    note = ls.session.workspace_note
+    note = session.workspace_note
     if note:
         ls.show(f"atenlint: {note}", "warning" if not results else "info")
     if created:
-        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(
-            message="cancelled" if cancelled.is_set() else f"{len(results)} files checked"))
-    return {"files": len(results), "findings": sum(len(r.findings) for r in results.values()),
-            "cancelled": cancelled.is_set(), "message": note}
+        ls.work_done_progress.end(
+            token,
+            types.WorkDoneProgressEnd(message="cancelled" if cancelled.is_set() else f"{len(results)} files checked"),
+        )
+    return {
+        "files": len(results),
+        "findings": sum(len(r.findings) for r in results.values()),
+        "cancelled": cancelled.is_set(),
+        "message": note,
+    }
 
 
 @server.command(REPORT)
-async def report(ls: AtenlintServer, *args) -> dict:
+async def report(ls: AtenlintServer, *args: object) -> ReportAnswer:
     uri = args[0] if args else None
     if isinstance(uri, list):
         uri = uri[0] if uri else None
     if not isinstance(uri, str):
         return {"markdown": "No file given."}
+    path = _path(uri)
+    if path is None:
+        return {"markdown": f"Not a file: {uri}"}
     if uri not in ls.session.documents:
         text_document = ls.workspace.get_text_document(uri)
-        ls.session.open(uri, _path(uri), text_document.version, text_document.source)
+        ls.session.open(uri, path, text_document.version, text_document.source)
     result = await ls.session.result_for(uri)
-    torch = ls.session.engine.torch_version if ls.session.engine else "?"
-    return {"markdown": report_markdown_for(_path(uri), result.call_sites if result else [],
-                                            result.findings if result else [], torch)}
+    return {
+        "markdown": report_markdown_for(
+            path, result.call_sites if result else [], result.findings if result else [], _torch_version(ls)
+        )
+    }
 
 
 def serve() -> int:

@@ -1,90 +1,78 @@
 """Editor settings: `initializationOptions` and the `atenlint` section of
 `workspace/configuration`, folded into one value. Project settings from pyproject.toml
-still apply underneath (the editor's choices override them)."""
+still apply underneath (the editor's choices override them).
+
+Which keys exist, their types, limits and defaults come from the one schema
+(`settings_schema.SETTINGS`, the keys with an editor key that the server reads)."""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
-from ..config import SEVERITY_NAMES, ConfigError, parse_targets
+from .. import settings_schema as schema
 
-TRIGGERS = ("onSave", "onType")
+TRIGGERS = schema.TRIGGERS
 
 
 @dataclass(frozen=True)
 class EditorSettings:
-    targets: Optional[tuple] = None  # None: whatever the project's pyproject.toml says
-    trigger: str = "onSave"
-    on_type_delay_ms: int = 500
-    severity: dict = field(default_factory=dict, hash=False)
-    timeout: Optional[float] = None
-    workers: int = 1
-    trusted: bool = True  # a generic client's user configured the server deliberately
+    targets: tuple[str, ...] | None = None  # None: whatever the project's pyproject.toml says
+    trigger: str = schema.initial("trigger")
+    on_type_delay_ms: int = schema.initial("on_type_delay_ms")
+    severity: dict[str, str] = field(default_factory=dict, hash=False)
+    timeout: float | None = None  # None: the project's
+    workers: int = schema.initial("workers")
+    trusted: bool = schema.initial("trusted")  # a generic client's user configured the server deliberately
     # Import and run unsaved buffers (the editor's text) instead of the saved files: off by
     # default, because importing a module runs its top-level code, keystroke by keystroke.
-    execute_unsaved: bool = False
+    execute_unsaved: bool = schema.initial("execute_unsaved")
     python: str = sys.executable
-    memory_limit_mb: int = 0  # 0: a share of physical memory
-    problems: tuple = ()  # settings we could not use, with why (shown to the user once)
+    memory_limit_mb: int = schema.initial("memory_limit_mb")  # 0: a share of physical memory
+    problems: tuple[str, ...] = ()  # settings we could not use, with why (shown to the user once)
 
-    def overrides(self) -> dict:
-        """What the editor overrides in every project's settings."""
+    def overrides(self) -> dict[str, Any]:
+        """What the editor overrides in every project's settings: the values set here of the
+        settings that are also project settings (in [tool.atenlint])."""
+        unset = {
+            f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(self)
+        }
         out: dict[str, Any] = {}
-        if self.targets:
-            out["targets"] = self.targets
-        if self.timeout:
-            out["timeout"] = self.timeout
-        if self.severity:
-            out["severity"] = dict(self.severity)
+        for spec in schema.SETTINGS:
+            value = getattr(self, spec.name, None) if spec.in_pyproject and spec.in_server else None
+            if value is not None and value != unset.get(spec.name):
+                out[spec.name] = dict(value) if isinstance(value, dict) else value
         return out
 
 
-def editor_settings(*sources: Optional[dict], base: EditorSettings = EditorSettings()) -> EditorSettings:
-    """Later sources win. Invalid values are skipped and listed in `problems`."""
+def editor_settings(*sources: Mapping[str, Any] | None, base: EditorSettings = EditorSettings()) -> EditorSettings:
+    """Later sources win. Invalid values are skipped and listed in `problems`; a key set to
+    null keeps its current value; keys for other tools (trace level, client options) are not ours."""
+    known = schema.server_keys()
     values: dict[str, Any] = {}
     problems: list[str] = list(base.problems)
     for source in sources:
-        if not isinstance(source, dict):
+        if not isinstance(source, Mapping):
             continue
-        source = source.get("atenlint", source) if isinstance(source.get("atenlint"), dict) else source
+        section = source.get("atenlint")
+        if isinstance(section, Mapping):
+            source = section
         for key, value in source.items():
+            spec = known.get(key)
+            if spec is None or value is None or (spec.name == "python" and value == ""):
+                continue
             try:
-                values.update(_one(key, value))
-            except (ConfigError, TypeError, ValueError) as error:
-                problems.append(f"atenlint.{key}: {error}")
+                values[spec.name] = _editor_value(spec, value, key)
+            except schema.SettingError as problem:
+                problems.append(f"atenlint.{problem}")
     return dataclasses.replace(base, **values, problems=tuple(dict.fromkeys(problems)))
 
 
-def _one(key: str, value: Any) -> dict:
-    if value is None:
-        return {}
-    if key == "targets":
-        return {"targets": parse_targets(value, "targets") if value else None}
-    if key == "trigger":
-        if value not in TRIGGERS:
-            raise ValueError(f"must be one of {', '.join(TRIGGERS)}")
-        return {"trigger": value}
-    if key in ("onTypeDelayMs", "onTypeDelay"):
-        return {"on_type_delay_ms": max(0, int(value))}
-    if key == "severity":
-        if not isinstance(value, dict) or any(v not in SEVERITY_NAMES for v in value.values()):
-            raise ValueError(f"must map targets to one of {', '.join(SEVERITY_NAMES)}")
-        return {"severity": dict(value)}
-    if key == "timeout":
-        if float(value) <= 0:
-            raise ValueError("must be a positive number of seconds")
-        return {"timeout": float(value)}
-    if key == "workers":
-        return {"workers": max(1, int(value))}
-    if key == "trusted":
-        return {"trusted": bool(value)}
-    if key in ("executeUnsaved", "runUnsavedCode"):
-        return {"execute_unsaved": bool(value)}
-    if key == "memoryLimitMb":
-        return {"memory_limit_mb": max(256, int(value))}
-    if key in ("python", "interpreter"):
-        return {"python": str(value)} if value else {}
-    return {}  # keys for other tools (trace level, client-side options) are not ours
+def _editor_value(spec: schema.SettingSpec, value: Any, key: str) -> Any:
+    if spec.name == "targets" and not value:
+        return None  # an empty list: the projects decide, as when unset
+    return schema.convert(spec, value, key)

@@ -6,19 +6,38 @@ script that regenerates it.
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import names
+from .base import Target
 from .mps import MpsOptions, MpsTarget
 from .native_table import NativeTable
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..worker.pool import WorkerPool
+    from ..worker.protocol import Hello
+
+Registries = dict[str, Any]  # probe/registries.py's tables, by section ("onnx_dynamo", "coreml", ...)
 
 # Targets whose tables come from packages only the worker may import.
 _NEEDS_REGISTRIES = ("onnx", "executorch", "core-aten", "coreml")
 
 
-def build_targets(settings, native: NativeTable, hello: dict, pool=None, log=lambda message: None) -> list:
+def _no_log(message: str) -> None:
+    pass
+
+
+def build_targets(
+    settings: Settings,
+    native: NativeTable,
+    hello: Hello,
+    pool: WorkerPool | None = None,
+    log: Callable[[str], None] = _no_log,
+) -> list[Target]:
     """The targets a project asks for, ready to judge call trees."""
-    registries: Optional[dict] = None
+    registries: Registries | None = None
     wanted = [_family(name) for name in settings.targets]
     if pool is not None and any(family in _NEEDS_REGISTRIES for family in wanted):
         from .registry_data import load
@@ -34,10 +53,12 @@ def _family(name: str) -> str:
     return "onnx" if names.ONNX_OPSET.fullmatch(name) else name
 
 
-def build_target(name: str, settings, native: NativeTable, hello: dict, registries: Optional[dict]):
+def build_target(
+    name: str, settings: Settings, native: NativeTable, hello: Hello, registries: Registries | None
+) -> Target:
     from .registry_data import section
 
-    kernels = hello.get("registered_kernels", {})
+    kernels: dict[str, list[str]] = hello.get("registered_kernels", {})
     version = native.torch_version
     if name == "mps":
         return MpsTarget(native, kernels.get("MPS", ()), MpsOptions(fallback_enabled=settings.mps_fallback))
@@ -60,24 +81,32 @@ def build_target(name: str, settings, native: NativeTable, hello: dict, registri
     if name in ("executorch", "core-aten"):
         from .executorch import CoreAtenTarget
 
-        return CoreAtenTarget(name, section(registries, "core_aten"),
-                              section(registries, "executorch") if name == "executorch" else None, version)
+        return CoreAtenTarget(
+            name,
+            section(registries, "core_aten"),
+            section(registries, "executorch") if name == "executorch" else None,
+            version,
+        )
     if name == "coreml":
         from .coreml import CoreMLTarget
 
-        return CoreMLTarget(section(registries, "coreml"), version, getattr(settings, "coreml_frontend", "torchscript"))
+        return CoreMLTarget(section(registries, "coreml"), version, settings.coreml_frontend)
     match = names.ONNX_OPSET.fullmatch(name)
     if name == "onnx" or match:
         from .onnx import OnnxTarget
 
         torchscript, dynamo = section(registries, "onnx_torchscript"), section(registries, "onnx_dynamo")
-        exporter = getattr(settings, "onnx_exporter", None)
+        exporter = settings.onnx_exporter
         chosen_by = "onnx-exporter setting"
         if exporter is None:
             exporter = torchscript.get("default_exporter", "dynamo")
             chosen_by = f"torch.onnx.export's default in torch {version}"
             if exporter == "dynamo" and not dynamo.get("available"):
-                exporter, chosen_by = "torchscript", f"the default dynamo exporter needs onnxscript ({dynamo.get('reason')})"
-        return OnnxTarget(name, int(match["opset"]) if match else None, exporter, torchscript, dynamo, version,
-                          chosen_by)
+                exporter, chosen_by = (
+                    "torchscript",
+                    f"the default dynamo exporter needs onnxscript ({dynamo.get('reason')})",
+                )
+        return OnnxTarget(
+            name, int(match["opset"]) if match else None, exporter, torchscript, dynamo, version, chosen_by
+        )
     raise ValueError(f"unknown target {name!r}")

@@ -4,26 +4,33 @@ worker). Conversion stops at the first op it lacks, so a missing op is an error.
 
 from __future__ import annotations
 
-from .base import ClassResult, Problem, Verdict, join_ops
+from typing import Any
+
+from ..worker.protocol import CallTree, ClassAnswer
+from .base import ClassResult, Problem, Support, Target, TargetStatus, Verdict, join_ops
 from .walk import base_name, eval_only, unsupported
 
 MISSING = "missing"
 
 
-class CoreMLTarget:
+class CoreMLTarget(Target):
     name = "coreml"
     description = "Core ML through coremltools.convert"
     device = "cpu"
-    def __init__(self, data: dict, torch_version: str, frontend: str = "torchscript"):
+
+    def __init__(self, data: dict[str, Any], torch_version: str, frontend: str = "torchscript"):
         # coremltools' default PyTorch frontend converts a torch.jit.trace graph: judged on
         # the names that trace records (capture/graphs.py), not on what the dispatcher later
         # runs; `coreml-frontend = "export"` judges its ExportedProgram frontend instead.
         self.frontend = frontend
         self.tree_view = "jit" if frontend == "torchscript" else "coreml-export"
         self.data = data
-        self.available = bool(data.get("available"))
         self.ops = set(data.get("ops", ())) | set(data.get("library_ops", ()))
         self.torch_version = torch_version
+
+    @property
+    def available(self) -> bool:
+        return bool(self.data.get("available"))
 
     def _supported(self, op: str) -> bool:
         name = base_name(op)
@@ -33,7 +40,7 @@ class CoreMLTarget:
         # coremltools spells some library ops both ways (`torchvision::nms`, `torchvision_nms`).
         return namespace not in ("aten", "") and f"{namespace}_{short}" in self.ops
 
-    def problems(self, tree: dict, phases: tuple) -> list[Problem]:
+    def problems(self, tree: CallTree, phases: tuple[str, ...]) -> list[Problem]:
         if not self.available or eval_only(phases):
             return []
         # coremltools converts the torch.jit.trace graph, which records the call itself
@@ -41,25 +48,38 @@ class CoreMLTarget:
         return [Problem(base_name(op), MISSING) for op in unsupported(tree, self._supported, lambda node: False)]
 
     def verdict(self, problems: list[Problem]) -> Verdict:
-        return Verdict("error", "COREML001",
-                       f"reaches {join_ops([p.op for p in problems])}, which coremltools {self.data.get('version')} "
-                       f"cannot convert (no translation in its PyTorch op registry): coremltools.convert fails")
+        return Verdict(
+            "error",
+            "COREML001",
+            f"reaches {join_ops([p.op for p in problems])}, which coremltools {self.data.get('version')} "
+            f"cannot convert (no translation in its PyTorch op registry): coremltools.convert fails",
+        )
 
-    def support(self, op: str) -> dict:
+    def support(self, op: str) -> Support:
         if self._supported(op):
             return {"verdict": "supported", "reason": f"coremltools {self.data.get('version')} translates it"}
         return {"verdict": "unsupported", "reason": "no translation in coremltools' op registry"}
 
-    def class_results(self, cls: dict) -> list[ClassResult]:
+    def class_results(self, cls: ClassAnswer) -> list[ClassResult]:
         if self.available:
             return []
-        return [ClassResult("information", "COREML000",
-                            f"`{cls['name']}` was not judged for coreml: {self.data.get('reason')} "
-                            f"(pip install coremltools)")]
+        # The same words for every class: said once per run (findings.once_per_run) and in
+        # the editor's status item, not once per class.
+        return [
+            ClassResult(
+                "information",
+                "COREML000",
+                f"coreml was not judged: {self.data.get('reason')} (pip install coremltools)",
+            )
+        ]
 
-    def status(self) -> dict:
-        data = {"op registry": f"coremltools {self.data.get('version')}: {len(self.ops)} aten op names"
-                if self.available else self.data.get("reason"),
-                "frontend": "torch.jit.trace graph" if self.frontend == "torchscript"
-                else "torch.export ExportedProgram (run_decompositions({}))"}
+    def status(self) -> TargetStatus:
+        data = {
+            "op registry": f"coremltools {self.data.get('version')}: {len(self.ops)} aten op names"
+            if self.available
+            else self.data.get("reason"),
+            "frontend": "torch.jit.trace graph"
+            if self.frontend == "torchscript"
+            else "torch.export ExportedProgram (run_decompositions({}))",
+        }
         return {"target": self.name, "available": self.available, "description": self.description, "data": data}

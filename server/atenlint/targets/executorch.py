@@ -4,7 +4,10 @@ exceptions, or `to_edge` rejects it. Tables from the installed torch and executo
 
 from __future__ import annotations
 
-from .base import Problem, Verdict, join_ops
+from typing import Any
+
+from ..worker.protocol import CallTree
+from .base import Problem, Support, Target, TargetStatus, Verdict, join_ops
 from .walk import eval_only, unsupported
 
 NOT_CORE = "not-core"
@@ -12,37 +15,42 @@ NO_PORTABLE = "no-portable-kernel"
 CUSTOM = "custom-op"  # a library's own op (torchvision::nms): to_edge keeps it, the runtime needs a kernel
 
 
-class CoreAtenTarget:
+class CoreAtenTarget(Target):
     device = "cpu"
 
-    def __init__(self, name: str, core: dict, executorch: dict | None, torch_version: str):
+    def __init__(self, name: str, core: dict[str, Any], executorch: dict[str, Any] | None, torch_version: str) -> None:
         self.name = name
         self.torch_version = torch_version
-        self.executorch = executorch if executorch and executorch.get("available") else None
+        self.executorch: dict[str, Any] | None = executorch if executorch and executorch.get("available") else None
         self.wants_executorch = executorch is not None
-        self.allowed = set(core.get("core", ())) | set(core.get("view_copy", ()))
+        self.allowed: set[str] = set(core.get("core", ())) | set(core.get("view_copy", ()))
         if self.executorch:
             self.allowed |= set(self.executorch.get("exceptions", ()))
-        self.no_portable = set(self.executorch.get("no_portable_kernel", ())) if self.executorch else set()
+        self.no_portable: set[str] = set(self.executorch.get("no_portable_kernel", ())) if self.executorch else set()
         self.code = "ET001" if self.wants_executorch else "CORE001"
         # Judged on the exported program after the decomposition its consumer runs:
         # ExecuTorch's own to_edge table where executorch is installed, else export's.
         self.tree_view = "executorch-export" if self.executorch else "export"
-        self.description = ("ExecuTorch: core ATen after torch.export, as to_edge verifies it"
-                            if self.wants_executorch else "the core ATen opset after torch.export decomposition")
+        self.description = (
+            "ExecuTorch: core ATen after torch.export, as to_edge verifies it"
+            if self.wants_executorch
+            else "the core ATen opset after torch.export decomposition"
+        )
 
-    def decomposition_changes(self) -> dict:
+    def decomposition_changes(self) -> dict[str, str]:
         """ExecuTorch's changes to torch.export's default decomposition table."""
         return dict((self.executorch or {}).get("decompositions") or {})
 
     def _supported(self, op: str) -> bool:
         return op in self.allowed or not op.startswith("aten::")  # other namespaces: judged apart (CUSTOM)
 
-    def problems(self, tree: dict, phases: tuple) -> list[Problem]:
+    def problems(self, tree: CallTree, phases: tuple[str, ...]) -> list[Problem]:
         if eval_only(phases):
             return []
-        found = [Problem(op, NOT_CORE)
-                 for op in unsupported(tree, self._supported, lambda node: node.get("via") == "default")]
+        found = [
+            Problem(op, NOT_CORE)
+            for op in unsupported(tree, self._supported, lambda node: node.get("via") == "default")
+        ]
         found += [Problem(op, CUSTOM) for op in _custom_ops(tree)]
         if self.no_portable:
             found += [Problem(op, NO_PORTABLE) for op in _leaves_in(tree, self.allowed) if op in self.no_portable]
@@ -54,47 +62,64 @@ class CoreAtenTarget:
         custom = [p.op for p in problems if p.kind == CUSTOM]
         if custom and not not_core:
             runtime = "ExecuTorch" if self.wants_executorch else "a core-ATen runtime"
-            return Verdict("warning", "ET003" if self.wants_executorch else "CORE003",
-                           f"reaches {join_ops(custom)}, a library's own operator, not core ATen: to_edge keeps it, "
-                           f"but {runtime} has no kernel for it unless you register one (a custom kernel library) "
-                           f"or a delegate (XNNPACK, Core ML, ...) takes it")
+            return Verdict(
+                "warning",
+                "ET003" if self.wants_executorch else "CORE003",
+                f"reaches {join_ops(custom)}, a library's own operator, not core ATen: to_edge keeps it, "
+                f"but {runtime} has no kernel for it unless you register one (a custom kernel library) "
+                f"or a delegate (XNNPACK, Core ML, ...) takes it",
+            )
         if not_core:
             if self.wants_executorch:
-                where = (f"ExecuTorch {self.executorch['version']}'s to_edge rejects it" if self.executorch
-                         else "ExecuTorch's to_edge rejects it (install executorch for its exact allow-list)")
+                where: str = (
+                    f"ExecuTorch {self.executorch['version']}'s to_edge rejects it"
+                    if self.executorch
+                    else "ExecuTorch's to_edge rejects it (install executorch for its exact allow-list)"
+                )
             else:
                 where = "it is not in the core ATen opset"
-            message = (f"reaches {join_ops(not_core)}, which torch {self.torch_version}'s export decomposition keeps "
-                       f"and is not core ATen: {where}")
+            message = (
+                f"reaches {join_ops(not_core)}, which torch {self.torch_version}'s export decomposition keeps "
+                f"and is not core ATen: {where}"
+            )
             if no_portable:
                 message += f"; {join_ops(no_portable)} also has no portable kernel"
             return Verdict("error", self.code, message)
-        return Verdict("information", "ET002",
-                       f"reaches {join_ops(no_portable)}, core ATen with no kernel in ExecuTorch "
-                       f"{self.executorch['version']}'s portable library: a delegate (XNNPACK, Core ML, ...) or "
-                       f"an optimized kernel library must provide it")
+        version = (self.executorch or {}).get("version")
+        return Verdict(
+            "information",
+            "ET002",
+            f"reaches {join_ops(no_portable)}, core ATen with no kernel in ExecuTorch "
+            f"{version}'s portable library: a delegate (XNNPACK, Core ML, ...) or "
+            f"an optimized kernel library must provide it",
+        )
 
-    def support(self, op: str) -> dict:
+    def support(self, op: str) -> Support:
         if op in self.allowed:
             note = " (no portable kernel)" if op in self.no_portable else ""
             return {"verdict": "supported", "reason": "core ATen" + note}
         return {"verdict": "unsupported", "reason": "not core ATen: decomposed by export if it can be, else rejected"}
 
-    def status(self) -> dict:
-        data = {"core ATen": f"torch {self.torch_version}: {len(self.allowed)} overloads allowed",
-                "graph": "torch.export + " + ("to_edge's decomposition table" if self.tree_view == "executorch-export"
-                                              else "run_decompositions()")}
+    def status(self) -> TargetStatus:
+        data: dict[str, Any] = {
+            "core ATen": f"torch {self.torch_version}: {len(self.allowed)} overloads allowed",
+            "graph": "torch.export + "
+            + ("to_edge's decomposition table" if self.tree_view == "executorch-export" else "run_decompositions()"),
+        }
         if self.wants_executorch:
-            data["executorch"] = (f"{self.executorch['version']}: verifier exceptions and portable kernels"
-                                  if self.executorch else "not installed: core ATen only")
+            data["executorch"] = (
+                f"{self.executorch['version']}: verifier exceptions and portable kernels"
+                if self.executorch
+                else "not installed: core ATen only"
+            )
         return {"target": self.name, "available": True, "description": self.description, "data": data}
 
 
-def _custom_ops(tree: dict) -> list[str]:
+def _custom_ops(tree: CallTree) -> list[str]:
     """Ops of other namespaces than aten that export keeps (a library's `torch.library` ops)."""
     out: list[str] = []
 
-    def visit(node: dict) -> None:
+    def visit(node: CallTree) -> None:
         namespace = node["op"].partition("::")[0]
         if namespace not in ("aten", "prim", "") and "::" in node["op"]:
             if node["op"] not in out:
@@ -108,15 +133,16 @@ def _custom_ops(tree: dict) -> list[str]:
     return out
 
 
-def _leaves_in(tree: dict, allowed: set) -> list[str]:
+def _leaves_in(tree: CallTree, allowed: set[str]) -> list[str]:
     out: list[str] = []
 
-    def visit(node: dict) -> None:
+    def visit(node: CallTree) -> None:
         if node["op"] in allowed:
             out.append(node["op"])
             return
-        if node.get("calls") is not None and node.get("via") == "default":
-            for child in node["calls"]:
+        calls = node.get("calls")
+        if calls is not None and node.get("via") == "default":
+            for child in calls:
                 visit(child)
 
     visit(tree)

@@ -6,57 +6,60 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Optional
+from typing import Any, TypedDict
+
+from ..versions import major_minor as _key
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "mps_history.json")
 
 
-def _key(version: str) -> tuple:
-    parts = version.split("+")[0].split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return (0, 0)
+class History(TypedDict):
+    """data/mps_history.json: per overload, the release spans with an MPS kernel."""
+
+    versions: dict[str, Any]  # release -> where its table was read from
+    ops: dict[str, list[tuple[str, str | None]]]  # op -> [(first, last or None: still has one)]
 
 
 @functools.lru_cache(maxsize=4)
-def load(path: str = DATA) -> dict:
+def load(path: str = DATA) -> History:
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        data: History = json.load(handle)
+    return data
 
 
 def releases(path: str = DATA) -> list[str]:
     return list(load(path)["versions"])
 
 
-def has_kernel(op: str, version: str, path: str = DATA) -> Optional[bool]:
+def has_kernel(op: str, version: str, path: str = DATA) -> bool | None:
     """Whether `op` had an MPS kernel in release `version` (None: release not in the table)."""
     data = load(path)
     wanted = _key(version)
     if not any(_key(v) == wanted for v in data["versions"]):
         return None
-    for first, last in data["ops"].get(op, ()):
+    for first, last in data["ops"].get(op, []):
         if _key(first) <= wanted and (last is None or wanted <= _key(last)):
             return True
     return False
 
 
-def supported_from(op: str, installed: str, path: str = DATA) -> Optional[str]:
+def supported_from(op: str, installed: str, path: str = DATA) -> str | None:
     """The first release newer than `installed` from which `op` has an MPS kernel in every
     later release listed; None when no newer release has one."""
     data = load(path)
     now = _key(installed)
-    for first, last in data["ops"].get(op, ()):
+    for first, last in data["ops"].get(op, []):
         if _key(first) > now and last is None:
             return first
     return None
 
 
-def first_release(op: str, path: str = DATA) -> Optional[str]:
+def first_release(op: str, path: str = DATA) -> str | None:
     """The first release listed that has an MPS kernel for `op`, if it still has one."""
-    spans = load(path)["ops"].get(op, ())
+    spans = load(path)["ops"].get(op, [])
     return spans[-1][0] if spans and spans[-1][1] is None else None
 
 
 def newest(path: str = DATA) -> str:
-    return max(load(path)["versions"], key=_key)
+    newest_release: str = max(load(path)["versions"], key=_key)
+    return newest_release

@@ -15,7 +15,7 @@ TARGETS = {
     "tensorrt": "NVIDIA TensorRT through Torch-TensorRT (dynamo)",
     "torchscript": "torch.jit.script",
 }
-ALIASES = {}
+ALIASES: dict[str, str] = {}
 ONNX_OPSET = re.compile(r"onnx:(?P<opset>\d+)")
 ONNX_EXPORTERS = ("dynamo", "torchscript")
 # coremltools' PyTorch frontends: a torch.jit.trace graph (its documented default) or an

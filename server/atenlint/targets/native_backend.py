@@ -9,8 +9,10 @@ from Python and ops a backend forces to the CPU are added from outside the yaml.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..worker.protocol import CallTree, LibraryFacts
 from .native_table import NativeTable
 
 
@@ -27,7 +29,9 @@ class BackendGaps:
 
 
 class NativeBackend:
-    def __init__(self, table: NativeTable, key: str, extra_kernels=(), forced=()):
+    def __init__(
+        self, table: NativeTable, key: str, extra_kernels: Iterable[str] = (), forced: Iterable[str] = ()
+    ) -> None:
         self.table = table
         self.key = key
         self.extra_kernels = frozenset(extra_kernels)
@@ -37,12 +41,12 @@ class NativeBackend:
     def has_own_kernel(self, name: str) -> bool:
         return name in self.extra_kernels or self.table.has_kernel(name, self.key)
 
-    def gaps(self, tree: dict) -> BackendGaps:
+    def gaps(self, tree: CallTree) -> BackendGaps:
         gaps = BackendGaps()
         self._visit(tree, gaps)
         return gaps
 
-    def _visit(self, node: dict, gaps: BackendGaps) -> None:
+    def _visit(self, node: CallTree, gaps: BackendGaps) -> None:
         name = node["op"]
         if name in self.forced:
             _add(gaps.forced, name)
@@ -80,7 +84,7 @@ class NativeBackend:
             return
         _add(gaps.missing, name)
 
-    def _visit_library(self, name: str, library: dict, gaps: BackendGaps) -> None:
+    def _visit_library(self, name: str, library: LibraryFacts, gaps: BackendGaps) -> None:
         """A library's own op (`torchvision::nms`), judged by the kernels the installed
         library registered per dispatch key. A build for another platform than the
         backend's (a Linux torchvision has no MPS kernels; macOS builds may) cannot tell."""
@@ -107,6 +111,6 @@ class NativeBackend:
         return entry.delegate is not None and self.runs_on_cpu(entry.delegate)
 
 
-def _add(items: list, name: str) -> None:
+def _add(items: list[str], name: str) -> None:
     if name not in items:
         items.append(name)

@@ -14,20 +14,30 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, TypedDict
 
 from ..cache import cache_dir, read_json, write_json
 
+if TYPE_CHECKING:  # annotations only: this module also runs as a script under another Python
+    from typing_extensions import NotRequired
+
 _FORMAT = 2
-_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
-                   "CompositeExplicitAutogradNonFunctional")
+_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+
+
+class RawEntry(TypedDict):
+    """One overload in the on-disk cache (short keys: the file holds every aten overload)."""
+
+    k: list[str]  # dispatch keys with a kernel
+    d: NotRequired[str]  # structured delegate
+    t: NotRequired[list[str]]  # tags
 
 
 @dataclass(frozen=True)
 class NativeEntry:
-    kernels: frozenset  # dispatch keys with a kernel of their own (CPU, MPS, CompositeImplicitAutograd, ...)
-    delegate: Optional[str]  # structured_delegate, as "aten::name.out"
-    tags: frozenset
+    kernels: frozenset[str]  # dispatch keys with a kernel of their own (CPU, MPS, CompositeImplicitAutograd, ...)
+    delegate: str | None  # structured_delegate, as "aten::name.out"
+    tags: frozenset[str]
 
     @property
     def implicit(self) -> bool:
@@ -39,13 +49,13 @@ class NativeEntry:
 
 
 class NativeTable:
-    def __init__(self, entries: dict[str, NativeEntry], torch_version: str, yaml_sha: str, yaml_path: str):
+    def __init__(self, entries: dict[str, NativeEntry], torch_version: str, yaml_sha: str, yaml_path: str) -> None:
         self.entries = entries
         self.torch_version = torch_version
         self.yaml_sha = yaml_sha
         self.yaml_path = yaml_path
 
-    def get(self, name: str) -> Optional[NativeEntry]:
+    def get(self, name: str) -> NativeEntry | None:
         return self.entries.get(name)
 
     def __contains__(self, name: str) -> bool:
@@ -56,25 +66,26 @@ class NativeTable:
         return entry is not None and key in entry.kernels
 
     @classmethod
-    def load(cls, yaml_path: str, torch_version: str) -> "NativeTable":
+    def load(cls, yaml_path: str, torch_version: str) -> NativeTable:
         with open(yaml_path, "rb") as handle:
             sha = hashlib.sha256(handle.read()).hexdigest()
         cache_file = os.path.join(cache_dir(), f"native-{torch_version}-{sha[:16]}-v{_FORMAT}.json")
-        data = read_json(cache_file)
-        if data is None:
+        data: dict[str, RawEntry] | None = read_json(cache_file)
+        if not isinstance(data, dict):
             data = _derive(yaml_path)
             write_json(cache_file, data)
-        entries = {name: NativeEntry(frozenset(e["k"]), e.get("d"), frozenset(e.get("t", ())))
-                   for name, e in data.items()}
+        entries = {
+            name: NativeEntry(frozenset(e["k"]), e.get("d"), frozenset(e.get("t", ()))) for name, e in data.items()
+        }
         return cls(entries, torch_version, sha, yaml_path)
 
 
-def _derive(yaml_path: str) -> dict:
+def _derive(yaml_path: str) -> dict[str, RawEntry]:
     """Parse with torchgen: in-process when it is the same torchgen, else in a subprocess
     of ours with the worker's torchgen on its path (the server may run another Python)."""
     torchgen_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(yaml_path))))
     try:
-        import torchgen
+        import torchgen  # type: ignore[import-untyped]  # torchgen ships no type information
 
         same = os.path.abspath(os.path.dirname(torchgen.__file__)) == os.path.abspath(torchgen_dir)
     except ImportError:
@@ -84,20 +95,27 @@ def _derive(yaml_path: str) -> dict:
     env = dict(os.environ)
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join([package_parent, env.get("PYTHONPATH", ""), os.path.dirname(torchgen_dir)])
-    out = subprocess.run([sys.executable, "-m", "atenlint.targets.native_table", yaml_path],
-                         capture_output=True, text=True, env=env, timeout=300, check=True)
-    return json.loads(out.stdout)
+    out = subprocess.run(
+        [sys.executable, "-m", "atenlint.targets.native_table", yaml_path],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    derived: dict[str, RawEntry] = json.loads(out.stdout)
+    return derived
 
 
-def derive_entries(yaml_path: str) -> dict:
-    from torchgen.gen import parse_native_yaml
+def derive_entries(yaml_path: str) -> dict[str, RawEntry]:
+    from torchgen.gen import parse_native_yaml  # type: ignore[import-untyped]  # no type information
 
     tags_path = os.path.join(os.path.dirname(yaml_path), "tags.yaml")
     parsed = parse_native_yaml(yaml_path, tags_path)
-    out = {}
+    out: dict[str, RawEntry] = {}
     for function in parsed.native_functions:
         kernels = sorted(str(key) for key, index in parsed.backend_indices.items() if index.has_kernel(function))
-        entry: dict = {"k": kernels}
+        entry: RawEntry = {"k": kernels}
         if function.structured_delegate is not None:
             entry["d"] = f"aten::{function.structured_delegate}"
         tags = sorted(function.tags)

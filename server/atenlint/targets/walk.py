@@ -7,19 +7,25 @@ otherwise the overload is a problem.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable, Sequence
 
-Node = dict
+from ..worker.protocol import CallTree
+
+Supported = Callable[[str], bool]
+Descend = Callable[[CallTree], bool]
 
 
-def unsupported(tree: Node, supported: Callable[[str], bool],
-                descend: Callable[[Node], bool] = lambda node: True) -> list[str]:
+def _always(node: CallTree) -> bool:
+    return True
+
+
+def unsupported(tree: CallTree, supported: Supported, descend: Descend = _always) -> list[str]:
     missing: list[str] = []
     _visit(tree, supported, descend, missing)
     return missing
 
 
-def _visit(node: Node, supported, descend, missing: list[str]) -> None:
+def _visit(node: CallTree, supported: Supported, descend: Descend, missing: list[str]) -> None:
     name = node["op"]
     if supported(name):
         return
@@ -40,6 +46,6 @@ def base_name(op: str) -> str:
     return f"{namespace}::{rest.split('.', 1)[0]}"
 
 
-def eval_only(phases: tuple) -> bool:
+def eval_only(phases: Sequence[str]) -> bool:
     """Exported models run in eval mode: a call made only while training is not exported."""
     return bool(phases) and "eval" not in phases

@@ -19,10 +19,15 @@ import sys
 import time
 import traceback
 import warnings
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, cast
+
+from .protocol import PROTOCOL_VERSION, FileAnswer, Hello, ProtocolError, check_request, error_reply, partial, reply
+
+PartialSink = Callable[[FileAnswer], None]
 
 
-def _claim_stdio():
+def _claim_stdio() -> tuple[Any, Any]:
     protocol_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -34,12 +39,13 @@ def _claim_stdio():
     return protocol_in, protocol_out
 
 
-def _hello() -> dict:
+def _hello() -> Hello:
     started = time.perf_counter()
     import importlib.util
 
     import torch
 
+    from atenlint import torchcompat
     from atenlint.capture import file_capture  # noqa: F401 - warm the capture code too
     from atenlint.capture.decompose import warm_up
 
@@ -51,10 +57,12 @@ def _hello() -> dict:
     torchgen = importlib.util.find_spec("torchgen")
     native_yaml = None
     if torchgen is not None and torchgen.submodule_search_locations:
-        native_yaml = os.path.join(list(torchgen.submodule_search_locations)[0],
-                                   "packaged", "ATen", "native", "native_functions.yaml")
+        native_yaml = os.path.join(
+            next(iter(torchgen.submodule_search_locations)), "packaged", "ATen", "native", "native_functions.yaml"
+        )
 
     return {
+        "protocol": PROTOCOL_VERSION,
         "torch": torch.__version__.split("+")[0],
         "torch_full": torch.__version__,
         "torch_dir": os.path.dirname(torch.__file__),
@@ -63,10 +71,11 @@ def _hello() -> dict:
         "executable": sys.executable,
         "pid": os.getpid(),
         # Kernels registered from Python (torch.library) are not in native_functions.yaml.
-        "registered_kernels": {key: sorted(torch._C._dispatch_get_registrations_for_dispatch_key(key))
-                               for key in ("MPS", "CUDA")},
+        "registered_kernels": {key: sorted(torchcompat.registrations_for_key(key)) for key in ("MPS", "CUDA")},
+        # The capabilities this torch lacks (private APIs it moved), each with what is lost.
+        "torch_degraded": torchcompat.probe_all(),
         "import_seconds": time.perf_counter() - started,
-        "sandbox": _install_sandbox() or _Options.sandbox,
+        "sandbox": _sandbox_installed(),
         "run_dir": _Options.run_dir,
         "isolated": bool(sys.flags.isolated),
     }
@@ -77,16 +86,18 @@ class _Options:
     sandbox = True
 
 
-def _analyse(params: dict) -> dict:
+def _analyse(params: dict[str, Any], send_partial: PartialSink | None = None) -> FileAnswer:
     from atenlint.capture.file_capture import capture_file
 
-    return _isolated(capture_file, params)
+    if send_partial is None or not params.get("partial"):
+        return _isolated(lambda p, _: capture_file(p), params)
+    return _isolated(lambda p, sink: capture_file(p, on_partial=sink), params, send_partial)
 
 
-def _static(params: dict) -> dict:
+def _static(params: dict[str, Any], send_partial: PartialSink | None = None) -> FileAnswer:
     from atenlint.capture.static import static_capture
 
-    return _isolated(static_capture, params)
+    return _isolated(lambda p, _: static_capture(p), params)
 
 
 class _Recycle(Exception):
@@ -97,8 +108,14 @@ class _Recycle(Exception):
         self.answer, self.reason = answer, reason
 
 
-def _isolated(function: Callable[[dict], dict], params: dict) -> dict:
-    """Run one analysis in the sandbox, then put the worker's state back as it was."""
+# An analysis gets the request's params and where to offer its partial answer (a plain dict).
+Analysis = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], Any]
+
+
+def _isolated(function: Analysis, params: dict[str, Any], send_partial: PartialSink | None = None) -> FileAnswer:
+    """Run one analysis in the sandbox, then put the worker's state back as it was.
+    `send_partial`: where the dispatcher-view answer goes when the analysis offers it
+    (at most once, with the real path and the refusals so far)."""
     from . import state
     from .sandbox import SANDBOX
 
@@ -107,24 +124,63 @@ def _isolated(function: Callable[[dict], dict], params: dict) -> dict:
     path = params.get("path") or ""
     params, alias = _alias_awkward_name(params)
     before = state.snapshot()
-    answer: dict = {}
+    answer: dict[str, Any] = {}
+    sent = [send_partial is None]
+
+    def on_partial(early: dict[str, Any]) -> None:
+        if sent[0] or send_partial is None or not isinstance(early, dict):
+            return
+        sent[0] = True
+        early = _mark_refused(dict(early, partial=True, refusals=_refusals_so_far()))
+        send_partial(cast(FileAnswer, _replace_strings(early, alias, path) if alias is not None else early))
+
     try:
         with SANDBOX.analysing(path, roots) as refusals:
-            answer = function(params)
+            answer = function(params, on_partial)
     finally:
         problems = state.restore(before, _user_modules(roots, before.modules), _user_files(roots, path))
     if alias is not None:
         answer = _replace_strings(answer, alias, path)
     answer["refusals"] = refusals
+    _note_degradations(answer)
+    _mark_refused(answer)
+    if problems:
+        raise _Recycle(answer, "; ".join(problems))
+    return answer  # type: ignore[return-value]  # the capture code builds a FileAnswer
+
+
+def _note_degradations(answer: dict[str, Any]) -> None:
+    """The torch capabilities found missing so far (torchcompat), when any: what this
+    answer could not see, in words."""
+    from atenlint import torchcompat
+
+    degraded = torchcompat.degradations()
+    if degraded:
+        answer["torch_degraded"] = degraded
+
+
+def _mark_refused(answer: dict[str, Any]) -> dict[str, Any]:
     error = answer.get("import_error")
     if error and error.get("type") == "SandboxRefusal":
         error["refused"] = True  # the refusal is the diagnostic (ATL012), not a failed import
-    if problems:
-        raise _Recycle(answer, "; ".join(problems))
     return answer
 
 
-def _alias_awkward_name(params: dict) -> tuple[dict, Optional[str]]:
+def _refusals_so_far() -> list[Any]:
+    """What the sandbox refused so far in this analysis (the final answer has them all):
+    the partial answer carries them too, so its ATL012 diagnostics do not blink."""
+    from .sandbox import SANDBOX
+
+    pending = getattr(SANDBOX, "_refusals", None)  # the sandbox's own record of this analysis
+    if not isinstance(pending, dict):
+        return []
+    try:
+        return [refusal.as_json() for refusal in list(pending.values())]
+    except Exception:  # noqa: BLE001 - a partial answer without them is still right
+        return []
+
+
+def _alias_awkward_name(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """A file whose name holds a line break is imported through a plainly named link in
     the run folder: TorchScript's source locations (`# file:line:col`) cannot carry the
     break, and the answer names the real path again (`_replace_strings`)."""
@@ -169,20 +225,25 @@ def _user_files(roots: list[str], path: str) -> Callable[[str], bool]:
     return is_user
 
 
-def _user_modules(roots: list[str], before: dict) -> Callable[[Any], bool]:
+def _user_modules(roots: list[str], before: Any) -> Callable[[Any], bool]:
     from atenlint.capture.paths import is_library_file
 
     prefixes = tuple(r.rstrip(os.sep) + os.sep for r in roots)
 
     def is_user(module: Any) -> bool:
-        locations = [getattr(module, "__file__", None)] + list(getattr(module, "__path__", None) or [])
-        locations = [os.path.abspath(p) for p in locations if isinstance(p, str) and p]
+        found = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
+        locations = [os.path.abspath(p) for p in found if isinstance(p, str) and p]
         if not locations:  # made at run time: the file's, unless a library's package holds it
             name = getattr(module, "__name__", "") or ""
             return isinstance(name, str) and name.split(".")[0] not in before
         return any(p.startswith(prefixes) and not is_library_file(p) for p in locations)
 
     return is_user
+
+
+def _sandbox_installed() -> bool:
+    _install_sandbox()
+    return _Options.sandbox
 
 
 def _install_sandbox() -> None:
@@ -192,12 +253,12 @@ def _install_sandbox() -> None:
         SANDBOX.install(_Options.run_dir or os.getcwd())
 
 
-def _loaded_packages(params: dict) -> list:
+def _loaded_packages(params: dict[str, Any]) -> list[str]:
     """Top-level packages imported so far (the tests check pygls and yaml never are)."""
     return sorted({name.split(".")[0] for name in sys.modules})
 
 
-def _target_data(params: dict) -> dict:
+def _target_data(params: dict[str, Any]) -> Any:
     """The installed exporters' support tables (`versions_only`: just their versions, the cache key)."""
     from atenlint.probe import registries
 
@@ -209,42 +270,68 @@ def _target_data(params: dict) -> dict:
         return registries.tables_in_subprocess()
 
 
-_METHODS = {"hello": lambda params: _hello(), "analyse": _analyse, "static": _static,
-            "loaded_packages": _loaded_packages, "target_data": _target_data}
+Handler = Callable[[dict[str, Any], PartialSink | None], Any]
+_METHODS: dict[str, Handler] = {
+    "hello": lambda params, _: _hello(),
+    "analyse": _analyse,
+    "static": _static,
+    "loaded_packages": lambda params, _: _loaded_packages(params),
+    "target_data": lambda params, _: _target_data(params),
+}
 
 
-def main(argv: Optional[list] = None) -> int:
+def _write(out: Any, message: Any) -> None:
+    out.write(json.dumps(message, default=repr) + "\n")
+    out.flush()
+
+
+def _answer(line: str, out: Any) -> bool:
+    """Answer one request line (partials first, then one reply); False on shutdown."""
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return True  # not a message: the parent only sends JSON lines
+    raw_id = raw.get("id") if isinstance(raw, dict) else None
+    request_id = raw_id if isinstance(raw_id, int) and not isinstance(raw_id, bool) else None
+    try:
+        request = check_request(raw)
+    except ProtocolError as error:
+        _write(out, error_reply(request_id, "ProtocolError", str(error)))
+        return True
+    if request["method"] == "shutdown":
+        return False
+
+    def send_partial(answer: FileAnswer) -> None:
+        if request_id is not None:
+            _write(out, partial(request_id, answer))
+
+    try:
+        message = reply(request_id, _METHODS[request["method"]](request.get("params") or {}, send_partial))
+    except _Recycle as recycle:
+        message = reply(request_id, recycle.answer, recycle.reason)
+    except BaseException as error:  # a failed request must not end the worker
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        message = error_reply(request_id, type(error).__name__, str(error), traceback.format_exc()[-4000:])
+    _write(out, message)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
     """`argv`: [run folder, "sandbox" | "no-sandbox"] (from pool.py's bootstrap)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _Options.run_dir = os.path.realpath(argv[0]) if argv else os.getcwd()
     _Options.sandbox = (argv[1] if len(argv) > 1 else "sandbox") != "no-sandbox"
-    # Bytecode of imported files goes to the run folder, never next to the user's sources.
-    sys.pycache_prefix = os.path.join(_Options.run_dir, "pycache")
+    # No bytecode is written next to the user's sources (nor anywhere). Not a pycache_prefix
+    # in the run folder: Python then reads bytecode only from there, so every worker would
+    # compile torch._dynamo and the rest from source again (2.7x the CPU of a start).
+    sys.dont_write_bytecode = True
     protocol_in, protocol_out = _claim_stdio()
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     for line in protocol_in:
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-        except ValueError:
-            continue
-        method = request.get("method")
-        if method == "shutdown":
+        if line.strip() and not _answer(line, protocol_out):
             break
-        try:
-            reply = {"id": request.get("id"), "result": _METHODS[method](request.get("params") or {})}
-        except _Recycle as recycle:
-            reply = {"id": request.get("id"), "result": recycle.answer, "recycle": recycle.reason}
-        except BaseException as error:  # noqa: BLE001 - a failed request must not end the worker
-            if isinstance(error, KeyboardInterrupt):
-                raise
-            reply = {"id": request.get("id"),
-                     "error": {"type": type(error).__name__, "message": str(error),
-                               "trace": traceback.format_exc()[-4000:]}}
-        protocol_out.write(json.dumps(reply, default=repr) + "\n")
-        protocol_out.flush()
     protocol_out.flush()
     # No atexit handlers or finalizers of the analysed code run on the way out.
     os._exit(0)

@@ -11,17 +11,22 @@ import itertools
 import json
 import os
 import queue
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, cast
 
 import atenlint
+
+from . import protocol
+
+PartialHandler = Callable[[protocol.FileAnswer], None]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(atenlint.__file__))
 _HELLO_TIMEOUT = 180.0
@@ -40,9 +45,15 @@ from atenlint.worker.main import main
 sys.exit(main(sys.argv[3:]))
 """
 # Caches that libraries write on their own go to the run folder, where writes are allowed.
-_CACHE_VARIABLES = {"TMPDIR": "", "TEMP": "", "TMP": "", "MPLCONFIGDIR": "matplotlib",
-                    "TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton",
-                    "CUDA_CACHE_PATH": "cuda"}
+_CACHE_VARIABLES = {
+    "TMPDIR": "",
+    "TEMP": "",
+    "TMP": "",
+    "MPLCONFIGDIR": "matplotlib",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton",
+    "CUDA_CACHE_PATH": "cuda",
+}
 
 
 def sandbox_default() -> bool:
@@ -63,7 +74,7 @@ class WorkerFailure(Exception):
 class RequestError(Exception):
     """The worker answered with an error (a bug in the capture code, not in the user's)."""
 
-    def __init__(self, error: dict):
+    def __init__(self, error: dict[str, Any]):
         super().__init__(error.get("message", "worker error"))
         self.error = error
 
@@ -72,7 +83,7 @@ class RequestError(Exception):
 class WorkerSettings:
     python: str = sys.executable
     memory_limit_mb: int = 0  # 0: a share of physical memory
-    extra_env: Optional[dict] = None
+    extra_env: dict[str, str] | None = None
     sandbox: bool = field(default_factory=sandbox_default)  # off: analysed code may spawn, connect, write
     # A worker whose memory grew this much over its size after the first analysis is
     # replaced once it answers (what no state reset frees: allocator arenas, C++ caches).
@@ -87,7 +98,7 @@ def _default_memory_limit_mb(workers: int) -> int:
     return max(1024, int(total * 0.6 / max(workers, 1)))
 
 
-def _rss_mb(pid: int) -> Optional[float]:
+def _rss_mb(pid: int) -> float | None:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
             for line in status:
@@ -96,7 +107,9 @@ def _rss_mb(pid: int) -> Optional[float]:
     except OSError:
         pass
     try:  # macOS and other systems without /proc
-        out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True, timeout=2)
+        out = subprocess.run(
+            ["ps", "-o", "rss=", "-p", str(pid)], check=False, capture_output=True, text=True, timeout=2
+        )
         return int(out.stdout.strip()) / 1024 if out.stdout.strip() else None
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
@@ -109,22 +122,31 @@ class Worker:
         self.settings = settings
         self.log = log
         self.memory_limit_mb = memory_limit_mb
-        self.process: Optional[subprocess.Popen] = None
-        self.hello: dict = {}
+        self.process: subprocess.Popen[str] | None = None
+        self.hello: dict[str, Any] = {}
         self.peak_rss_mb = 0.0
-        self._replies: "queue.Queue[Optional[str]]" = queue.Queue()
-        self._stderr: collections.deque = collections.deque(maxlen=200)
+        self._replies: queue.Queue[str | None] = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
         self._ids = itertools.count(1)
-        self.run_dir: Optional[str] = None
-        self.recycle_reason: Optional[str] = None
-        self.base_rss_mb: Optional[float] = None
+        self.run_dir: str | None = None
+        self.recycle_reason: str | None = None
+        self.base_rss_mb: float | None = None
 
     # -- lifecycle -------------------------------------------------------
     def command(self, run_dir: str) -> list[str]:
-        return [self.settings.python, "-I", "-u", "-c", _BOOTSTRAP, os.path.join(_PACKAGE_DIR, "__init__.py"),
-                _PACKAGE_DIR, run_dir, "sandbox" if self.settings.sandbox else "no-sandbox"]
+        return [
+            self.settings.python,
+            "-I",
+            "-u",
+            "-c",
+            _BOOTSTRAP,
+            os.path.join(_PACKAGE_DIR, "__init__.py"),
+            _PACKAGE_DIR,
+            run_dir,
+            "sandbox" if self.settings.sandbox else "no-sandbox",
+        ]
 
-    def start(self) -> dict:
+    def start(self) -> dict[str, Any]:
         self._remove_run_dir()
         self.run_dir = os.path.realpath(tempfile.mkdtemp(prefix="atenlint-worker-"))
         env = dict(os.environ)
@@ -138,9 +160,17 @@ class Worker:
         started = time.perf_counter()
         try:
             self.process = subprocess.Popen(
-                self.command(self.run_dir), cwd=self.run_dir,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=env, start_new_session=True, text=True, encoding="utf-8", errors="replace", bufsize=1,
+                self.command(self.run_dir),
+                cwd=self.run_dir,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1,
             )
         except OSError as error:
             self._remove_run_dir()
@@ -151,11 +181,19 @@ class Worker:
         threading.Thread(target=self._read_stdout, args=(self.process, self._replies), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self.process, self._stderr), daemon=True).start()
         try:
-            self.hello = self.request("hello", {}, _HELLO_TIMEOUT)
+            self.hello = dict(protocol.check_hello(self.request("hello", {}, _HELLO_TIMEOUT)))
         except WorkerFailure as failure:
             raise WorkerFailure("start", f"the worker did not start: {failure.message}", failure.stderr_tail) from None
-        self.log(f"worker {self.process.pid} ready in {time.perf_counter() - started:.1f}s "
-                 f"(python {self.hello.get('python')}, torch {self.hello.get('torch_full')}, {self.settings.python})")
+        except (protocol.ProtocolError, RequestError) as error:
+            # Another atenlint's worker code (a different installation in that interpreter's
+            # path never happens: the bootstrap loads ours) or a broken one: one clear message.
+            tail = self.stderr_tail()
+            self.kill()
+            raise WorkerFailure("start", f"the worker cannot be used: {error}", tail) from None
+        self.log(
+            f"worker {self.process.pid} ready in {time.perf_counter() - started:.1f}s "
+            f"(python {self.hello.get('python')}, torch {self.hello.get('torch_full')}, {self.settings.python})"
+        )
         return self.hello
 
     @property
@@ -182,7 +220,7 @@ class Worker:
         self.run_dir = None
 
     def close(self) -> None:
-        if self.alive:
+        if self.alive and self.process is not None and self.process.stdin is not None:
             try:
                 self.process.stdin.write(json.dumps({"method": "shutdown"}) + "\n")
                 self.process.stdin.flush()
@@ -192,12 +230,19 @@ class Worker:
         self.kill()
 
     # -- requests --------------------------------------------------------
-    def request(self, method: str, params: dict, timeout: float) -> Any:
-        if not self.alive:
+    def request(
+        self, method: str, params: dict[str, Any], timeout: float, on_partial: PartialHandler | None = None
+    ) -> Any:
+        """Send one request and wait for its reply. `on_partial` is called (on this thread)
+        with each partial answer of the same request before the reply; the time and memory
+        limits hold throughout, and a worker that dies after a partial is still a crash."""
+        if not self.alive or self.process is None or self.process.stdin is None:
             raise WorkerFailure("crash", "the worker is not running", self.stderr_tail())
         request_id = next(self._ids)
+        if on_partial is not None:
+            params = dict(params, partial=True)
         try:
-            self.process.stdin.write(json.dumps({"id": request_id, "method": method, "params": params}) + "\n")
+            self.process.stdin.write(json.dumps(protocol.request(request_id, method, params)) + "\n")
             self.process.stdin.flush()
         except (OSError, ValueError):
             raise self._death() from None
@@ -215,18 +260,41 @@ class Worker:
             if line is None:
                 raise self._death()
             try:
-                reply = json.loads(line)
+                raw = json.loads(line)
             except ValueError:
                 continue  # not ours: the protocol channel carries only JSON lines
-            if not isinstance(reply, dict) or reply.get("id") != request_id:
+            if not isinstance(raw, dict) or raw.get("id") != request_id:
                 continue
+            try:
+                message = protocol.check_message(raw)
+            except protocol.ProtocolError as error:
+                raise RequestError(
+                    {"type": "ProtocolError", "message": f"the worker's answer is malformed: {error}"}
+                ) from None
+            if "partial" in message:
+                self._partial(message, on_partial)
+                continue
+            reply = message
             if "error" in reply:
-                raise RequestError(reply["error"] if isinstance(reply["error"], dict) else {"message": str(reply)})
+                raise RequestError(dict(reply["error"]))
             if reply.get("recycle"):
                 self.recycle_reason = str(reply["recycle"])
             elif method in ("analyse", "static"):
                 self._check_growth()
             return reply.get("result")
+
+    def _partial(self, message: protocol.Message, on_partial: PartialHandler | None) -> None:
+        if on_partial is None:
+            return  # not asked for: the reply follows
+        try:
+            answer = protocol.check_file_answer(cast(protocol.Partial, message)["partial"], "partial")
+        except protocol.ProtocolError as error:
+            self.log(f"ignoring a malformed partial answer: {error}")
+            return
+        try:
+            on_partial(answer)
+        except Exception as error:  # noqa: BLE001 - the full answer still comes; a bug of the caller's is logged
+            self.log(f"the partial answer's handler failed: {type(error).__name__}: {error}")
 
     def _check_growth(self) -> None:
         rss = _rss_mb(self.process.pid) if self.process else None
@@ -244,8 +312,9 @@ class Worker:
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         if rss > self.memory_limit_mb:
             self.kill()
-            raise WorkerFailure("memory", f"the worker used {rss:.0f} MB, over the {self.memory_limit_mb} MB limit",
-                                self.stderr_tail())
+            raise WorkerFailure(
+                "memory", f"the worker used {rss:.0f} MB, over the {self.memory_limit_mb} MB limit", self.stderr_tail()
+            )
 
     def _death(self) -> WorkerFailure:
         code = self.process.wait(timeout=10) if self.process else None
@@ -262,56 +331,70 @@ class Worker:
         return "".join(list(self._stderr)[-lines:])
 
     @staticmethod
-    def _read_stdout(process: subprocess.Popen, replies: "queue.Queue[Optional[str]]") -> None:
-        for line in process.stdout:
+    def _read_stdout(process: subprocess.Popen[str], replies: queue.Queue[str | None]) -> None:
+        for line in process.stdout or ():
             replies.put(line)
         replies.put(None)
 
     @staticmethod
-    def _read_stderr(process: subprocess.Popen, sink: collections.deque) -> None:
-        for line in process.stderr:
+    def _read_stderr(process: subprocess.Popen[str], sink: collections.deque[str]) -> None:
+        for line in process.stderr or ():
             sink.append(line)
 
 
 class WorkerPool:
     """A fixed number of warm workers; a failed one is replaced on next use."""
 
-    def __init__(self, size: int = 1, settings: Optional[WorkerSettings] = None,
-                 log: Callable[[str], None] = lambda message: None):
+    def __init__(
+        self, size: int = 1, settings: WorkerSettings | None = None, log: Callable[[str], None] = lambda message: None
+    ):
         self.size = max(1, size)
         self.settings = settings or WorkerSettings()
         self.log = log
         limit = self.settings.memory_limit_mb or _default_memory_limit_mb(self.size)
         self._limit = limit
-        self._idle: "queue.Queue[Worker]" = queue.Queue()
+        self._idle: queue.Queue[Worker] = queue.Queue()
         self._all: list[Worker] = []
         self._lock = threading.Lock()
-        self.hello: dict = {}
+        self.hello: dict[str, Any] = {}
         self.restarts = 0
         self.recycled = 0
         for _ in range(self.size):
             self._idle.put(Worker(self.settings, log, limit))
 
-    def warm(self) -> dict:
-        """Start every worker now (in parallel); returns the first one's hello."""
+    def warm(self, wait_for_all: bool = False) -> dict[str, Any]:
+        """Start every worker now, in parallel, and return the first hello as soon as one
+        worker is up: each joins the pool when ready, so the first file does not wait for
+        the last worker's torch import (`wait_for_all`: return when every one is up).
+        Raises the first failure when no worker could start."""
         workers = [self._idle.get() for _ in range(self.size)]
+        ready = threading.Condition()
+        started: list[Worker] = []
         errors: list[WorkerFailure] = []
 
         def start(worker: Worker) -> None:
+            failure: WorkerFailure | None = None
             try:
                 self._ensure_started(worker)
-            except WorkerFailure as failure:
-                errors.append(failure)
+            except WorkerFailure as error:
+                failure = error
+            except Exception as error:  # noqa: BLE001 - the waiting caller must hear of it, never hang
+                failure = WorkerFailure("start", f"{type(error).__name__}: {error}")
+            finally:
+                self._idle.put(worker)  # usable now (a failed one restarts on its next request)
+            with ready:
+                if failure is None:
+                    started.append(worker)
+                else:
+                    errors.append(failure)
+                ready.notify_all()
 
-        threads = [threading.Thread(target=start, args=(w,)) for w in workers]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
         for worker in workers:
-            self._idle.put(worker)
-        if errors and len(errors) == len(workers):
-            raise errors[0]
+            threading.Thread(target=start, args=(worker,), daemon=True, name="atenlint-warm").start()
+        with ready:
+            ready.wait_for(lambda: (bool(started) and not wait_for_all) or len(started) + len(errors) == len(workers))
+            if not started:
+                raise errors[0]
         return self.hello
 
     def _ensure_started(self, worker: Worker) -> None:
@@ -322,24 +405,26 @@ class WorkerPool:
             worker.kill()
             self.log("restarting a worker")
         worker.process = None
-        hello = worker.start()
-        with self._lock:
+        with self._lock:  # listed before it starts: closing the pool meanwhile ends it too
             if worker not in self._all:
                 self._all.append(worker)
+        hello = worker.start()
+        with self._lock:
             if not self.hello:
                 self.hello = hello
 
-    def request(self, method: str, params: dict, timeout: float) -> Any:
+    def request(
+        self, method: str, params: dict[str, Any], timeout: float, on_partial: PartialHandler | None = None
+    ) -> Any:
         worker = self._idle.get()
         try:
             self._ensure_started(worker)
-            return worker.request(method, params, timeout)
+            return worker.request(method, params, timeout, on_partial)
         finally:
             if worker.recycle_reason:
                 # State the last file left behind that could not be reset: a fresh worker
                 # for the next file (started on its first request).
-                self.log(f"recycling worker {worker.process.pid if worker.process else '?'}: "
-                         f"{worker.recycle_reason}")
+                self.log(f"recycling worker {worker.process.pid if worker.process else '?'}: {worker.recycle_reason}")
                 self.recycled += 1
                 worker.recycle_reason = None
                 worker.kill()

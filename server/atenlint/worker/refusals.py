@@ -10,20 +10,21 @@ from .. import findings as codes
 from ..findings import Finding
 from ..sourcetext import Position, Range
 
-_PHASES = {"import": "importing this file", "build": "building a class of this file",
-           "analyse": "analysing this file"}
-_RULES = {"process": "atenlint does not let analysed code start processes",
-          "network": "atenlint does not let analysed code use the network",
-          "write": "atenlint does not let analysed code write files outside its own temporary folder",
-          "signal": "atenlint does not let analysed code signal other processes",
-          "file": "atenlint does not open files that are not regular files (a FIFO hangs, a device never ends)"}
+_PHASES = {"import": "importing this file", "build": "building a class of this file", "analyse": "analysing this file"}
+_RULES = {
+    "process": "atenlint does not let analysed code start processes",
+    "network": "atenlint does not let analysed code use the network",
+    "write": "atenlint does not let analysed code write files outside its own temporary folder",
+    "signal": "atenlint does not let analysed code signal other processes",
+    "file": "atenlint does not open files that are not regular files (a FIFO hangs, a device never ends)",
+}
 _HOW_TO_ALLOW = "run with ATENLINT_SANDBOX=off (or `atenlint check --no-sandbox`) if you need it"
 
 
-def refusal_findings(result: Any, answer: dict) -> list[Finding]:
+def refusal_findings(result: Any, answer: dict[str, Any]) -> list[Finding]:
     """ATL012 findings for `answer["refusals"]` of one analysed file (a FileCapture)."""
     found: list[Finding] = []
-    seen: set = set()
+    seen: set[Any] = set()
     for refusal in answer.get("refusals") or ():
         if not isinstance(refusal, dict):
             continue
@@ -36,8 +37,8 @@ def refusal_findings(result: Any, answer: dict) -> list[Finding]:
     return found
 
 
-def _finding(result: Any, refusal: dict, line0: int) -> Finding:
-    kind = refusal.get("kind", "process")
+def _finding(result: Any, refusal: dict[str, Any], line0: int) -> Finding:
+    kind = str(refusal.get("kind") or "process")
     where = ""
     file, line = refusal.get("file"), refusal.get("line")
     if file and os.path.realpath(file) != os.path.realpath(result.path):
@@ -46,10 +47,12 @@ def _finding(result: Any, refusal: dict, line0: int) -> Finding:
         where = " (from library code it called)"
     times = refusal.get("count", 1)
     again = f", {times} times" if isinstance(times, int) and times > 1 else ""
-    message = (f"{_PHASES.get(refusal.get('phase'), 'analysing this file')} tried to {refusal.get('action')}{where}"
-               f"{again}; {_RULES.get(kind, _RULES['process'])} (the attempt raised PermissionError there; "
-               f"{_HOW_TO_ALLOW})")
+    message = (
+        f"{_PHASES.get(str(refusal.get('phase')), 'analysing this file')} tried to {refusal.get('action')}{where}"
+        f"{again}; {_RULES.get(kind, _RULES['process'])} (the attempt raised PermissionError there; "
+        f"{_HOW_TO_ALLOW})"
+    )
     source = result.source
     rng = source.line_range(line0) if source is not None else Range(Position(line0, 0), Position(line0, 0))
-    return Finding(result.display, rng, "warning", codes.REFUSED, message, abs_path=result.path,
-                   data={"refusal": dict(refusal)})
+    # The refusal itself is in the message; nothing reads it back from the finding's data.
+    return Finding(result.display, rng, "warning", codes.REFUSED, message, abs_path=result.path)

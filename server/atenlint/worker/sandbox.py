@@ -29,8 +29,10 @@ import shlex
 import stat
 import sys
 import threading
+import types
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 # No Python source is this large; reading one would only exhaust the worker's memory.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
@@ -49,12 +51,12 @@ class Refusal:
     kind: str  # "process" | "network" | "write" | "signal" | "file"
     action: str  # what the code tried, for the message: "run `pip install x`"
     phase: str  # "import" | "build" | "analyse"
-    file: Optional[str]  # the innermost user file on the stack (None: library code only)
-    line: Optional[int]  # 1-based line in `file`
-    analysed_line: Optional[int]  # 1-based line in the analysed file that led to it
+    file: str | None  # the innermost user file on the stack (None: library code only)
+    line: int | None  # 1-based line in `file`
+    analysed_line: int | None  # 1-based line in the analysed file that led to it
     count: int = 1
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -74,7 +76,7 @@ def _text(value: Any) -> str:
 
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Sandbox:
@@ -87,11 +89,11 @@ class Sandbox:
         self.run_dir = ""
         self._allowed_dirs: tuple[str, ...] = ()
         self._user_roots: tuple[str, ...] = ()
-        self._analysed_file: Optional[str] = None
-        self._refusals: dict[tuple, Refusal] = {}
+        self._analysed_file: str | None = None
+        self._refusals: dict[tuple[Any, ...], Refusal] = {}
         self._permitted = threading.local()
         self._lock = threading.Lock()
-        self._handlers: dict[str, Callable[[tuple], Optional[tuple[str, str]]]] = {
+        self._handlers: dict[str, Callable[[tuple[Any, ...]], tuple[str, str] | None]] = {
             "subprocess.Popen": lambda a: ("process", f"run `{_short(_text(a[1]))}`"),
             "os.system": lambda a: ("process", f"run `{_short(_text(a[0]))}`"),
             "os.exec": lambda a: ("process", f"replace itself with `{_short(_text(a[1]) or _text(a[0]))}`"),
@@ -164,24 +166,29 @@ class Sandbox:
 
         _posixsubprocess.fork_exec = fork_exec
         if getattr(subprocess, "_fork_exec", None) is original_fork_exec:
-            subprocess._fork_exec = fork_exec
+            setattr(subprocess, "_fork_exec", fork_exec)  # noqa: B010 - private, absent from typeshed
         for name in ("mkfifo", "mknod"):
             original = getattr(os, name, None)
             if original is None:
                 continue
 
-            def wrapper(path: Any, *args: Any, _original: Callable = original, _event: str = f"os.{name}",
-                        **kwargs: Any) -> Any:
+            def wrapper(
+                path: Any,
+                *args: Any,
+                _original: Callable[..., Any] = original,
+                _event: str = f"os.{name}",
+                **kwargs: Any,
+            ) -> Any:
                 sys.audit(_event, path, kwargs.get("dir_fd"))
                 return _original(path, *args, **kwargs)
 
             setattr(os, name, wrapper)
 
     @contextlib.contextmanager
-    def analysing(self, analysed_file: str, user_roots: list[str]) -> Iterator[list]:
+    def analysing(self, analysed_file: str, user_roots: list[str]) -> Iterator[list[Any]]:
         """One analysis: refusals are attributed to the user's files under `user_roots`
         (and the analysed file); yields the list the refusals are appended to at the end."""
-        collected: list = []
+        collected: list[Any] = []
         with self._lock:
             self._refusals = {}
             self._analysed_file = os.path.realpath(analysed_file)
@@ -207,7 +214,7 @@ class Sandbox:
             self._permitted.on = previous
 
     # -- the hook --------------------------------------------------------
-    def _hook(self, event: str, args: tuple) -> None:
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         handler = self._handlers.get(event)
         if handler is None:
             if event == "sys.addaudithook" and self.enabled and not getattr(self._permitted, "on", False):
@@ -223,8 +230,9 @@ class Sandbox:
             return
         kind, action = verdict
         self._record(kind, action)
-        raise SandboxRefusal(f"atenlint's sandbox refused to {action}: analysed code may not "
-                             f"{_REASONS[kind]} (see docs/security.md)")
+        raise SandboxRefusal(
+            f"atenlint's sandbox refused to {action}: analysed code may not {_REASONS[kind]} (see docs/security.md)"
+        )
 
     def _record(self, kind: str, action: str) -> None:
         phase, file, line, analysed_line = self._where()
@@ -236,9 +244,9 @@ class Sandbox:
             elif len(self._refusals) < 50:  # a loop of refused calls is one story, not thousands
                 self._refusals[key] = Refusal(kind, action, phase, file, line, analysed_line)
 
-    def _where(self) -> tuple[str, Optional[str], Optional[int], Optional[int]]:
+    def _where(self) -> tuple[str, str | None, int | None, int | None]:
         """The phase, the innermost user frame, and the innermost frame in the analysed file."""
-        frame = sys._getframe(2)
+        frame: types.FrameType | None = sys._getframe(2)
         phase = "analyse"
         file = line = analysed_line = None
         roots, analysed = self._user_roots, self._analysed_file
@@ -262,22 +270,23 @@ class Sandbox:
 
     # -- verdicts --------------------------------------------------------
     @staticmethod
-    def _network(verb: str, index: int) -> Callable[[tuple], tuple[str, str]]:
-        def verdict(args: tuple) -> tuple[str, str]:
+    def _network(verb: str, index: int) -> Callable[[tuple[Any, ...]], tuple[str, str]]:
+        def verdict(args: tuple[Any, ...]) -> tuple[str, str]:
             address = args[index] if len(args) > index else ""
             if isinstance(address, tuple) and len(address) >= 2:
                 address = f"{address[0]}:{address[1]}"
             return "network", f"{verb} `{_short(_text(address))}`"
+
         return verdict
 
     @staticmethod
-    def _lookup(args: tuple) -> Optional[tuple[str, str]]:
+    def _lookup(args: tuple[Any, ...]) -> tuple[str, str] | None:
         host = args[0] if args else None
         if host in (None, "", b"", "localhost", b"localhost", "127.0.0.1", "::1"):
             return None  # no packet leaves the machine
         return "network", f"look up `{_short(_text(host))}`"
 
-    def _outside(self, path: Any) -> Optional[str]:
+    def _outside(self, path: Any) -> str | None:
         """The path, when it is not inside the run folder (None: allowed)."""
         if isinstance(path, int) or path is None:
             return None  # an open descriptor: how it was opened was checked then
@@ -290,40 +299,42 @@ class Sandbox:
         real = os.path.realpath(text)
         return None if (real + os.sep).startswith(self._allowed_dirs) else text
 
-    def _path_change(self, verb: str, index: int, dir_fd_index: Optional[int]) -> Callable:
-        def verdict(args: tuple) -> Optional[tuple[str, str]]:
+    def _path_change(self, verb: str, index: int, dir_fd_index: int | None) -> Callable[..., Any]:
+        def verdict(args: tuple[Any, ...]) -> tuple[str, str] | None:
             path = args[index] if len(args) > index else None
             dir_fd = args[dir_fd_index] if dir_fd_index is not None and len(args) > dir_fd_index else None
             if isinstance(path, int):
                 return None
             outside = self._outside(path) if dir_fd in (None, -1) else _text(path)
             return None if outside is None else ("write", f"{verb} `{_short(outside)}`")
+
         return verdict
 
-    def _rename(self, args: tuple) -> Optional[tuple[str, str]]:
+    def _rename(self, args: tuple[Any, ...]) -> tuple[str, str] | None:
         source, target = args[0], args[1]
         dir_fds = [fd for fd in args[2:4] if fd not in (None, -1)]
         if dir_fds or self._outside(source) is not None or self._outside(target) is not None:
             return "write", f"move `{_short(_text(source))}` to `{_short(_text(target))}`"
         return None
 
-    def _symlink(self, args: tuple) -> Optional[tuple[str, str]]:
+    def _symlink(self, args: tuple[Any, ...]) -> tuple[str, str] | None:
         target = args[1]
         dir_fd = args[2] if len(args) > 2 else None
         if dir_fd not in (None, -1) or self._outside(target) is not None:
             return "write", f"create the link `{_short(_text(target))}`"
         return None
 
-    def _truncate(self, args: tuple) -> Optional[tuple[str, str]]:
+    def _truncate(self, args: tuple[Any, ...]) -> tuple[str, str] | None:
         outside = self._outside(args[0])
         return None if outside is None else ("write", f"truncate `{_short(outside)}`")
 
-    def _open(self, args: tuple) -> Optional[tuple[str, str]]:
+    def _open(self, args: tuple[Any, ...]) -> tuple[str, str] | None:
         path = args[0] if args else None
         mode = args[1] if len(args) > 1 else None
         flags = args[2] if len(args) > 2 else 0
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
-                  (isinstance(flags, int) and flags & _WRITE_FLAGS)
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and flags & _WRITE_FLAGS
+        )
         if writing:
             outside = self._outside(path)
             return None if outside is None else ("write", f"write `{_short(outside)}`")
@@ -342,7 +353,7 @@ class Sandbox:
                 return "file", f"read `{_short(text)}`, a {size / 1e6:.0f} MB source file"
         return None
 
-    def _sqlite(self, args: tuple) -> Optional[tuple[str, str]]:
+    def _sqlite(self, args: tuple[Any, ...]) -> tuple[str, str] | None:
         database = _text(args[0]) if args else ""
         if database in ("", ":memory:") or database.startswith("file::memory:"):
             return None
@@ -350,7 +361,7 @@ class Sandbox:
         return None if outside is None else ("write", f"open the database `{_short(outside)}`")
 
     @staticmethod
-    def _ctypes_symbol(args: tuple) -> Optional[tuple[str, str]]:
+    def _ctypes_symbol(args: tuple[Any, ...]) -> tuple[str, str] | None:
         """The C functions that would start a process or open a connection behind the
         audit events' back (ctypes offers other ways: this is a speed bump, not a wall)."""
         name = args[1] if len(args) > 1 else None
@@ -361,20 +372,44 @@ class Sandbox:
         return None
 
     @staticmethod
-    def _signal(args: tuple) -> Optional[tuple[str, str]]:
+    def _signal(args: tuple[Any, ...]) -> tuple[str, str] | None:
         pid = args[0] if args else None
         if pid in (0, os.getpid()):
             return None  # itself (its own process group: the worker runs in its own session)
         return "signal", f"send signal {args[1] if len(args) > 1 else '?'} to process {pid}"
 
 
-_C_SPAWNING = frozenset({"system", "popen", "fork", "vfork", "execv", "execve", "execvp", "execvpe", "execl",
-                         "execle", "execlp", "fexecve", "posix_spawn", "posix_spawnp", "clone", "clone3", "connect",
-                         "kill", "ptrace"})
+_C_SPAWNING = frozenset(
+    {
+        "system",
+        "popen",
+        "fork",
+        "vfork",
+        "execv",
+        "execve",
+        "execvp",
+        "execvpe",
+        "execl",
+        "execle",
+        "execlp",
+        "fexecve",
+        "posix_spawn",
+        "posix_spawnp",
+        "clone",
+        "clone3",
+        "connect",
+        "kill",
+        "ptrace",
+    }
+)
 
-_REASONS = {"process": "start processes", "network": "use the network",
-            "write": "write files outside atenlint's temporary folder", "signal": "signal other processes",
-            "file": "read files that are not regular files"}
+_REASONS = {
+    "process": "start processes",
+    "network": "use the network",
+    "write": "write files outside atenlint's temporary folder",
+    "signal": "signal other processes",
+    "file": "read files that are not regular files",
+}
 
 
 def file_kind(mode: int) -> str:

@@ -10,6 +10,8 @@ returns the reasons (if any) why it could not, in which case the worker is recyc
 from __future__ import annotations
 
 import builtins
+import contextlib
+import functools
 import gc
 import logging
 import os
@@ -17,10 +19,13 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
+
+from .. import torchcompat
 
 
 @dataclass
@@ -34,76 +39,117 @@ def _flags() -> list[_Flag]:
     """torch's global switches (each one read and written through torch's own API)."""
     flags = [
         _Flag("default dtype", torch.get_default_dtype, torch.set_default_dtype),
-        _Flag("grad mode", torch.is_grad_enabled, torch.set_grad_enabled),
-        _Flag("anomaly detection", lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
-              lambda v: torch.set_anomaly_enabled(*v)),
-        _Flag("deterministic algorithms",
-              lambda: (torch.are_deterministic_algorithms_enabled(),
-                       torch.is_deterministic_algorithms_warn_only_enabled()),
-              lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1])),
+        _Flag("grad mode", torch.is_grad_enabled, _set_grad_enabled),
+        _Flag(
+            "anomaly detection",
+            lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+            lambda v: torch.set_anomaly_enabled(*v),
+        ),
+        _Flag(
+            "deterministic algorithms",
+            lambda: (
+                torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled(),
+            ),
+            lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1]),
+        ),
         _Flag("float32 matmul precision", torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
         _Flag("intra-op threads", torch.get_num_threads, torch.set_num_threads),
-        _Flag("TorchScript enabled", lambda: torch.jit._state._enabled.enabled,
-              lambda v: setattr(torch.jit._state._enabled, "enabled", v)),
-        _Flag("print options", lambda: dict(vars(torch._tensor_str.PRINT_OPTS)),
-              lambda v: vars(torch._tensor_str.PRINT_OPTS).update(v)),
         _Flag("recursion limit", sys.getrecursionlimit, sys.setrecursionlimit),
         _Flag("switch interval", sys.getswitchinterval, sys.setswitchinterval),
     ]
+    for label, private in (
+        ("TorchScript enabled", torchcompat.jit_enabled_flag()),
+        ("print options", torchcompat.print_options_flag()),
+    ):
+        if private is not None:  # else noted: torchcompat.WORKER_STATE
+            flags.append(_Flag(label, *private))
     for label, module, names in (
-            ("cudnn", torch.backends.cudnn, ("enabled", "benchmark", "deterministic", "allow_tf32")),
-            ("mkldnn", torch.backends.mkldnn, ("enabled",)),
-            ("cuda.matmul", torch.backends.cuda.matmul, ("allow_tf32", "allow_fp16_reduced_precision_reduction",
-                                                         "allow_bf16_reduced_precision_reduction"))):
+        ("cudnn", torch.backends.cudnn, ("enabled", "benchmark", "deterministic", "allow_tf32")),
+        ("mkldnn", torch.backends.mkldnn, ("enabled",)),
+        (
+            "cuda.matmul",
+            torch.backends.cuda.matmul,
+            ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"),
+        ),
+    ):
         for name in names:
-            try:
-                getattr(module, name)
-            except Exception:  # noqa: BLE001 - a flag this torch does not have
-                continue
-            flags.append(_Flag(f"torch.backends.{label}.{name}", lambda m=module, n=name: getattr(m, n),
-                               lambda v, m=module, n=name: setattr(m, n, v)))
+            if _readable(module, name):  # else a flag this torch does not have
+                flags.append(_attribute_flag(f"torch.backends.{label}.{name}", module, name))
     if hasattr(sys, "get_int_max_str_digits"):
         flags.append(_Flag("int max str digits", sys.get_int_max_str_digits, sys.set_int_max_str_digits))
     return flags
 
 
-_FLAGS: Optional[list] = None
+def _readable(owner: Any, name: str) -> bool:
+    try:
+        getattr(owner, name)
+    except Exception:  # noqa: BLE001 - a property that raises on this build is absent too
+        return False
+    return True
 
 
-def _namespaces() -> list[tuple[str, dict, Callable[[str, Any], None], Callable[[str], None]]]:
+def _set_grad_enabled(value: Any) -> None:
+    torch.set_grad_enabled(value)
+
+
+def _attribute_flag(label: str, owner: Any, name: str) -> _Flag:
+    def get() -> Any:
+        return getattr(owner, name)
+
+    def put(value: Any) -> None:
+        setattr(owner, name, value)
+
+    return _Flag(label, get, put)
+
+
+_FLAGS: list[_Flag] | None = None
+
+# (name, its attributes, set one, delete one)
+_Namespace = tuple[str, Mapping[str, Any], Callable[[str, Any], None], Callable[[str], None]]
+
+
+def _namespace_of(name: str, owner: Any) -> _Namespace:
+    def put(key: str, value: Any) -> None:
+        setattr(owner, key, value)
+
+    def remove(key: str) -> None:
+        delattr(owner, key)
+
+    return name, vars(owner), put, remove
+
+
+def _namespaces() -> list[_Namespace]:
     """Library namespaces that analysed code likes to monkeypatch."""
-    out = [("builtins", vars(builtins), lambda k, v: setattr(builtins, k, v), lambda k: delattr(builtins, k))]
+    out = [_namespace_of("builtins", builtins)]
     for module in (torch, torch.nn, torch.nn.functional, torch.nn.init, torch.jit):
-        out.append((module.__name__, vars(module), lambda k, v, m=module: setattr(m, k, v),
-                    lambda k, m=module: delattr(m, k)))
+        out.append(_namespace_of(module.__name__, module))
     for cls in (torch.Tensor, torch.nn.Module, torch.nn.Parameter):
-        out.append((f"{cls.__module__}.{cls.__qualname__}", cls.__dict__, lambda k, v, c=cls: setattr(c, k, v),
-                    lambda k, c=cls: delattr(c, k)))
+        out.append(_namespace_of(f"{cls.__module__}.{cls.__qualname__}", cls))
     return out
 
 
 @dataclass
 class Snapshot:
-    flags: dict
+    flags: dict[str, Any]
     default_device: Any
-    function_modes: int
-    dispatch_modes: int
+    mode_depths: tuple[int, int] | None  # (torch function modes, dispatch modes); None: unknown
     inference_mode: bool
-    warning_filters: list
-    warning_hooks: tuple
-    logging_state: tuple
-    sys_hooks: tuple
-    sys_path: list
-    meta_path: list
-    path_hooks: list
-    path_importer_cache: dict
-    modules: dict
-    environ: dict
+    warning_filters: list[Any]
+    warning_hooks: tuple[Any, ...]
+    logging_state: tuple[Any, ...]
+    sys_hooks: tuple[Any, ...]
+    sys_path: list[Any]
+    meta_path: list[Any]
+    path_hooks: list[Any]
+    path_importer_cache: dict[str, Any]
+    modules: dict[str, Any]
+    environ: dict[str, Any]
     cwd: str
-    signals: dict
-    namespaces: dict
-    threads: set
-    script_classes: set = field(default_factory=set)
+    signals: dict[int, Any]
+    namespaces: dict[str, Any]
+    threads: set[Any]
+    script_classes: set[Any] = field(default_factory=set)
 
 
 def snapshot() -> Snapshot:
@@ -112,22 +158,29 @@ def snapshot() -> Snapshot:
         _FLAGS = _flags()
     flags = {}
     for flag in _FLAGS:
-        try:
+        with contextlib.suppress(Exception):  # a flag that cannot be read is not restored either
             flags[flag.name] = flag.get()
-        except Exception:  # noqa: BLE001
-            pass
     root = logging.getLogger()
     return Snapshot(
         flags=flags,
         default_device=_default_device(),
-        function_modes=torch._C._len_torch_function_stack(),
-        dispatch_modes=torch._C._len_torch_dispatch_stack(),
+        mode_depths=torchcompat.mode_stack_depths(),
         inference_mode=torch.is_inference_mode_enabled(),
         warning_filters=list(warnings.filters),
         warning_hooks=(warnings.showwarning, warnings.formatwarning),
         logging_state=(list(root.handlers), root.level, logging.root.manager.disable),
-        sys_hooks=(sys.excepthook, sys.displayhook, sys.unraisablehook, threading.excepthook, sys.gettrace(),
-                   sys.getprofile(), sys.stdout, sys.stderr, sys.stdin, sys.breakpointhook),
+        sys_hooks=(
+            sys.excepthook,
+            sys.displayhook,
+            sys.unraisablehook,
+            threading.excepthook,
+            sys.gettrace(),
+            sys.getprofile(),
+            sys.stdout,
+            sys.stderr,
+            sys.stdin,
+            sys.breakpointhook,
+        ),
         sys_path=list(sys.path),
         meta_path=list(sys.meta_path),
         path_hooks=list(sys.path_hooks),
@@ -138,8 +191,15 @@ def snapshot() -> Snapshot:
         signals={s: signal.getsignal(s) for s in _catchable_signals()},
         namespaces={name: dict(namespace) for name, namespace, _, _ in _namespaces()},
         threads={t.ident for t in threading.enumerate()} | _LIBRARY_THREADS,
-        script_classes=set(torch.jit._state._script_classes),
+        script_classes=_script_classes(),
     )
+
+
+def _script_classes() -> set[Any]:
+    try:
+        return set(torchcompat.script_classes())
+    except torchcompat.Unavailable:  # restore() then asks for a fresh worker
+        return set()
 
 
 def _default_device() -> Any:
@@ -149,8 +209,8 @@ def _default_device() -> Any:
         return None
 
 
-def _catchable_signals() -> list:
-    out = []
+def _catchable_signals() -> list[int]:
+    out: list[int] = []
     for number in signal.valid_signals():
         if number in (signal.SIGKILL, signal.SIGSTOP):
             continue
@@ -162,8 +222,9 @@ def _catchable_signals() -> list:
     return out
 
 
-def restore(before: Snapshot, user_module: Callable[[Any], bool],
-            user_file: Callable[[str], bool] = lambda path: False) -> list[str]:
+def restore(
+    before: Snapshot, user_module: Callable[[Any], bool], user_file: Callable[[str], bool] = lambda path: False
+) -> list[str]:
     """Put everything back as `before` had it; the reasons the worker must be recycled
     (state that cannot be restored), empty when it was all restored."""
     problems: list[str] = []
@@ -182,21 +243,33 @@ def restore(before: Snapshot, user_module: Callable[[Any], bool],
         problems.append("it left inference mode switched")
     for flag in _FLAGS or ():
         if flag.name in before.flags:
-            attempt(flag.name, lambda f=flag: f.get() != before.flags[f.name] and f.set(before.flags[f.name]))
+            attempt(flag.name, functools.partial(_restore_flag, flag, before.flags[flag.name]))
     attempt("warnings filters", lambda: _restore_warnings(before))
     attempt("logging", lambda: _restore_logging(before))
     attempt("sys hooks", lambda: _restore_sys_hooks(before))
     attempt("import state", lambda: _restore_import_state(before, user_module))
     attempt("environment", lambda: _restore_environ(before))
-    attempt("working folder", lambda: os.getcwd() != before.cwd and os.chdir(before.cwd))
+    attempt("working folder", lambda: _restore_cwd(before.cwd))
     attempt("patched library attributes", lambda: _restore_namespaces(before, user_module))
     attempt("the TorchScript caches", lambda: _forget_script_types(before, user_module))
     gc.collect()
     leftover = _leftover_threads(before, user_file)
     if leftover:
-        problems.append(f"it left {len(leftover)} thread{'s' if len(leftover) > 1 else ''} running "
-                        f"({', '.join(sorted(leftover)[:3])})")
+        problems.append(
+            f"it left {len(leftover)} thread{'s' if len(leftover) > 1 else ''} running "
+            f"({', '.join(sorted(leftover)[:3])})"
+        )
     return problems
+
+
+def _restore_flag(flag: _Flag, value: Any) -> None:
+    if flag.get() != value:
+        flag.set(value)
+
+
+def _restore_cwd(cwd: str) -> None:
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
 
 
 def _restore_signals(before: Snapshot) -> None:
@@ -204,39 +277,39 @@ def _restore_signals(before: Snapshot) -> None:
     if hasattr(signal, "setitimer"):
         for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
             signal.setitimer(timer, 0)
-    try:
-        import faulthandler
+    import faulthandler
 
+    with contextlib.suppress(Exception):
         faulthandler.cancel_dump_traceback_later()
-    except Exception:  # noqa: BLE001
-        pass
     for number, handler in before.signals.items():
         if signal.getsignal(number) is not handler and handler is not None:
             signal.signal(number, handler)
 
 
-def _restore_modes(before: Snapshot, problems: list) -> None:
+def _restore_modes(before: Snapshot, problems: list[Any]) -> None:
     """Modes the file entered and never left (`torch.device("cuda").__enter__()`, a
     TorchDispatchMode pushed at import) come off the stacks."""
-    while torch._C._len_torch_function_stack() > before.function_modes:
-        torch._C._pop_torch_function_stack()
-    while torch._C._len_torch_dispatch_stack() > before.dispatch_modes:
-        torch._C._pop_torch_dispatch_stack()
-    if torch._C._len_torch_function_stack() < before.function_modes or \
-            torch._C._len_torch_dispatch_stack() < before.dispatch_modes:
+    if before.mode_depths is None:
+        return  # this torch does not tell (noted: torchcompat.MODE_STACKS)
+    after = torchcompat.pop_modes(*before.mode_depths)
+    if after is not None and (after[0] < before.mode_depths[0] or after[1] < before.mode_depths[1]):
         problems.append("it removed atenlint's own torch modes")
 
 
 def _restore_default_device(before: Snapshot) -> None:
     if _default_device() != before.default_device:
-        torch.set_default_device(None if before.default_device in (None, torch.device("cpu"))
-                                 else before.default_device)
+        torch.set_default_device(
+            None if before.default_device in (None, torch.device("cpu")) else before.default_device
+        )
 
 
 def _restore_warnings(before: Snapshot) -> None:
-    warnings.filters[:] = before.warning_filters
+    filters: Any = warnings.filters  # a list at run time (typeshed says Sequence)
+    filters[:] = before.warning_filters
     warnings.showwarning, warnings.formatwarning = before.warning_hooks
-    warnings._filters_mutated()
+    mutated: Callable[[], None] | None = getattr(warnings, "_filters_mutated", None)
+    if mutated is not None:  # tells the C warnings module its cache is stale
+        mutated()
 
 
 def _restore_logging(before: Snapshot) -> None:
@@ -248,8 +321,18 @@ def _restore_logging(before: Snapshot) -> None:
 
 
 def _restore_sys_hooks(before: Snapshot) -> None:
-    (sys.excepthook, sys.displayhook, sys.unraisablehook, threading.excepthook, trace, profile,
-     sys.stdout, sys.stderr, sys.stdin, sys.breakpointhook) = before.sys_hooks
+    (
+        sys.excepthook,
+        sys.displayhook,
+        sys.unraisablehook,
+        threading.excepthook,
+        trace,
+        profile,
+        sys.stdout,
+        sys.stderr,
+        sys.stdin,
+        sys.breakpointhook,
+    ) = before.sys_hooks
     sys.settrace(trace)
     sys.setprofile(profile)
     threading.settrace(None)
@@ -301,16 +384,11 @@ _MISSING = object()
 def _forget_script_types(before: Snapshot, user_module: Callable[[Any], bool]) -> None:
     """TorchScript caches compiled types by Python class: the file's classes (dead once
     its modules are dropped) would otherwise stay compiled for the life of the worker."""
-    from torch.jit import _recursive, _state
-
-    store = _recursive.concrete_type_store.type_store
+    store = torchcompat.concrete_types()  # raises Unavailable: "could not be restored", recycle
     for cls in [c for c in store if _defined_by_user(c, user_module)]:
         del store[cls]
-    new_classes = [c for c in _state._script_classes if c not in before.script_classes]
-    for cls in new_classes:
-        _state._script_classes.pop(cls, None)
-    for name in [n for n, c in _state._name_to_pyclass.items() if c in new_classes]:
-        del _state._name_to_pyclass[name]
+    new_classes = [c for c in torchcompat.script_classes() if c not in before.script_classes]
+    torchcompat.forget_script_classes(new_classes)
     _Counter.files += 1
     if new_classes or _Counter.files % FULL_SCRIPT_RESET_EVERY == 0:
         # Module types and their methods live in TorchScript's global compilation unit
@@ -319,9 +397,7 @@ def _forget_script_types(before: Snapshot, user_module: Callable[[Any], bool]) -
         # (as torch's own test suite does between tests). Library module types are
         # compiled again on first use: done every few files, not after each.
         gc.collect()
-        torch._C._jit_clear_class_registry()
-        _recursive.concrete_type_store = _recursive.ConcreteTypeStore()
-        _state._clear_class_state()
+        torchcompat.clear_script_state()
 
 
 # Files between two full TorchScript resets (each costs recompiling the library modules
@@ -350,7 +426,7 @@ def _leftover_threads(before: Snapshot, user_file: Callable[[str], bool], grace:
     for thread in new:
         if not thread.is_alive():
             continue
-        if _runs_user_code(thread, frames.get(thread.ident), user_file):
+        if _runs_user_code(thread, frames.get(thread.ident) if thread.ident is not None else None, user_file):
             leftover.append(thread.name)
         else:
             before.threads.add(thread.ident)
@@ -358,13 +434,16 @@ def _leftover_threads(before: Snapshot, user_file: Callable[[str], bool], grace:
     return leftover
 
 
-_LIBRARY_THREADS: set = set()
+_LIBRARY_THREADS: set[Any] = set()
 
 
 def _runs_user_code(thread: threading.Thread, frame: Any, user_file: Callable[[str], bool]) -> bool:
     """The thread's target is the file's own code, or its stack is in it right now."""
-    for function in (getattr(thread, "_target", None), getattr(thread, "function", None),
-                     getattr(type(thread), "run", None)):
+    for function in (
+        getattr(thread, "_target", None),
+        getattr(thread, "function", None),
+        getattr(type(thread), "run", None),
+    ):
         code = getattr(function, "__code__", None)
         if code is not None and user_file(code.co_filename):
             return True

@@ -26,8 +26,9 @@ const probe = (overrides: Partial<Probe> = {}): Probe => ({
 describe('what the interpreter lacks, and the command that fixes it', () => {
     test('torch and Python in range, bundled server: nothing to say', () => {
         assert.deepEqual(evaluateProbe(probe(), '/opt/venv/bin/python', 'useBundled', 'linux'), []);
-        assert.deepEqual(evaluateProbe(probe({ torch: '2.4.0' }), 'p', 'useBundled', 'linux'), []);
+        assert.deepEqual(evaluateProbe(probe({ torch: '2.13.0' }), 'p', 'useBundled', 'linux'), []);
         assert.deepEqual(evaluateProbe(probe({ torch: '2.14.1' }), 'p', 'useBundled', 'linux'), []);
+        assert.deepEqual(evaluateProbe(probe({ torch: '2.15.0' }), 'p', 'useBundled', 'linux'), []);
     });
 
     test('no torch: blocking, with the exact pip command for that interpreter', () => {
@@ -35,16 +36,16 @@ describe('what the interpreter lacks, and the command that fixes it', () => {
         assert.deepEqual(rest, []);
         assert.equal(problem.kind, 'no-torch');
         assert.equal(problem.blocking, true);
-        assert.equal(problem.fix, "/opt/venv/bin/python -m pip install 'torch>=2.4,<2.15'");
+        assert.equal(problem.fix, "/opt/venv/bin/python -m pip install 'torch>=2.13,<2.16'");
         assert.match(problem.message, /^\/opt\/venv\/bin\/python has no torch/);
     });
 
     test('a torch outside the supported range: a warning, and the server still starts', () => {
-        for (const torch of ['2.3.1', '2.15.0', '3.0.0', 'nightly']) {
+        for (const torch of ['2.12.1', '2.16.0', '3.0.0', 'nightly']) {
             const [problem] = evaluateProbe(probe({ torch }), '/usr/bin/python3', 'useBundled', 'linux');
             assert.equal(problem.kind, 'torch-unsupported', torch);
             assert.equal(problem.blocking, false);
-            assert.match(problem.message, new RegExp(`has torch ${torch.replace('.', '\\.')}; atenlint reads torch 2\\.4 up to 2\\.14`));
+            assert.match(problem.message, new RegExp(`has torch ${torch.replace('.', '\\.')}; atenlint reads torch 2\\.13 up to 2\\.15`));
         }
     });
 

@@ -91,7 +91,7 @@ describe('launch plan', { skip: process.platform === 'win32' }, () => {
         const plan = await planLaunch({ extensionPath: dir, trusted: true, pythonEnvironments: async () => undefined });
         assert.ok(isFailure(plan));
         assert.equal(plan.problem.kind, 'no-torch');
-        assert.equal(plan.problem.fix, `${python} -m pip install 'torch>=2.4,<2.15'`);
+        assert.equal(plan.problem.fix, `${python} -m pip install 'torch>=2.13,<2.16'`);
         assert.ok(plan.failure.endsWith(plan.problem.fix));
     });
 
@@ -247,7 +247,7 @@ describe('server manager', { skip: process.platform === 'win32' }, () => {
         assert.match(vscode.messages[0].message, /has no torch/);
         assert.deepEqual(vscode.messages[0].actions, ['Run in Terminal', 'Copy Command', 'Select Interpreter']);
         await new Promise((resolve) => setImmediate(resolve));
-        assert.deepEqual(vscode.clipboard, [`${python} -m pip install 'torch>=2.4,<2.15'`]);
+        assert.deepEqual(vscode.clipboard, [`${python} -m pip install 'torch>=2.13,<2.16'`]);
 
         await manager.restart('automatic');
         assert.equal(vscode.messages.length, 1, 'not shown again at an automatic restart');
@@ -255,7 +255,7 @@ describe('server manager', { skip: process.platform === 'win32' }, () => {
         await manager.restart('user', { explicit: true });
         await new Promise((resolve) => setImmediate(resolve));
         assert.equal(vscode.messages.length, 3, 'shown again when the user restarts, then "restart when done"');
-        assert.deepEqual(vscode.terminals.map((t) => t.sent), [[`${python} -m pip install 'torch>=2.4,<2.15'`]]);
+        assert.deepEqual(vscode.terminals.map((t) => t.sent), [[`${python} -m pip install 'torch>=2.13,<2.16'`]]);
     });
 
     test('server commands need a running server', async () => {

@@ -15,6 +15,7 @@ import {
     targetsWriteScope,
     toServerSettings,
 } from '../../src/settings';
+import { SETTING_SPECS } from '../../src/generated/settingsSchema';
 
 const root = path.resolve(__dirname, '..', '..', '..', '..', '..');
 const python = process.env.ATENLINT_TEST_PYTHON ?? path.join(root, '.venv', 'bin', 'python');
@@ -72,7 +73,7 @@ describe('settings', () => {
             targets: 'mps',
             trigger: 'always',
             onTypeDelayMs: -5,
-            severity: { mps: 'fatal', other: 'hint' },
+            severity: { mps: 'fatal', other: 'hint', 'onnx:17': 'hint' },
             timeout: 0,
             workers: 1.5,
             interpreter: 42,
@@ -83,7 +84,7 @@ describe('settings', () => {
             trigger: 'onSave',
             onTypeDelayMs: 500,
             executeUnsaved: false,
-            severity: { other: 'hint' },
+            severity: { 'onnx:17': 'hint' },
             timeout: undefined,
             workers: 1,
             interpreter: '',
@@ -95,12 +96,14 @@ describe('settings', () => {
             'atenlint.trigger',
             'atenlint.onTypeDelayMs',
             'atenlint.severity.mps',
+            'atenlint.severity.other',
             'atenlint.timeout',
             'atenlint.workers',
             'atenlint.interpreter',
             'atenlint.importStrategy',
         ]);
         assert.match(problems[3], /"fatal" is not one of error, warning, information, hint, off/);
+        assert.match(problems[5], /0 is not a positive number of seconds \(at most 86400\)/);
     });
 
     test('targets are trimmed and deduplicated; an empty list is refused', () => {
@@ -167,7 +170,8 @@ describe('settings', () => {
 
 describe('manifest', () => {
     test('every setting the extension reads is contributed, with a description', () => {
-        const read = ['targets', 'trigger', 'onTypeDelayMs', 'executeUnsaved', 'severity', 'timeout', 'workers', 'interpreter', 'importStrategy'];
+        const read = Object.keys(SETTING_SPECS);
+        assert.deepEqual(read.sort(), ['executeUnsaved', 'importStrategy', 'interpreter', 'onTypeDelayMs', 'severity', 'targets', 'timeout', 'trigger', 'workers']);
         for (const key of [...read, 'trace.server']) {
             const property = properties[`atenlint.${key}`];
             assert.ok(property, `atenlint.${key} is not in package.json`);
@@ -181,6 +185,39 @@ describe('manifest', () => {
         assert.equal(properties['atenlint.timeout'].default, null);
         assert.equal(properties['atenlint.executeUnsaved'].default, false);
         assert.equal(properties['atenlint.trigger'].default, 'onSave');
+    });
+
+    test('the client enforces exactly the limits and values package.json declares (one schema for both)', () => {
+        for (const [name, property] of Object.entries(properties)) {
+            const key = name.slice('atenlint.'.length);
+            if (!(key in SETTING_SPECS)) {
+                continue; // trace.server: vscode-languageclient reads it
+            }
+            const accepts = (value: unknown) => {
+                const { settings, problems } = sanitizeSettings({ [key]: value });
+                return problems.length === 0 && (settings as unknown as Record<string, unknown>)[key] !== undefined;
+            };
+            if (typeof property.maximum === 'number') {
+                assert.ok(accepts(property.maximum) && !accepts(property.maximum + 1), `${name} maximum`);
+            }
+            if (typeof property.minimum === 'number') {
+                assert.ok(accepts(property.minimum) && !accepts(property.minimum - 1), `${name} minimum`);
+            }
+            if (typeof property.exclusiveMinimum === 'number') {
+                assert.ok(!accepts(property.exclusiveMinimum) && accepts(property.exclusiveMinimum + 0.5), `${name} exclusiveMinimum`);
+            }
+            if (property.type === 'integer') {
+                assert.ok(!accepts((property.minimum ?? 1) + 0.5), `${name} must be whole`);
+            }
+            for (const value of property.enum ?? []) {
+                assert.ok(accepts(value), `${name} = ${value}`);
+            }
+            if (property.enum) {
+                assert.ok(!accepts('no-such-value'), name);
+            }
+            const spec = SETTING_SPECS[key as keyof typeof SETTING_SPECS];
+            assert.deepEqual(spec.default ?? null, property.default, `${name} default`);
+        }
     });
 
     test('executeUnsaved from an untrusted folder is ignored', () => {

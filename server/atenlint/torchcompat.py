@@ -1,0 +1,895 @@
+"""The one module that touches torch's private API.
+
+atenlint reads what only torch's internals know: the dispatcher's kernels per key, the
+TorchScript compiler's graphs and passes, fake tensors and dispatch modes, the
+decomposition tables, the ONNX exporters' registries, PyTorch's OpInfo database. None
+of it is public, so any torch release may move or remove a piece. Every such use goes
+through here, behind a feature check: a torch that lacks one loses that one
+*capability*, with a note naming it ("the TorchScript call walk is unavailable on torch
+X: classes are read from source"), never the whole analysis.
+
+Each capability below is a `Capability` (what the user loses, in words) and the
+functions that use it. A lookup that fails records a `Degradation`; `degradations()`
+lists what this process has met so far (the worker sends them with its answers) and
+`probe_all()` checks every cheap capability up front (the worker's `hello`).
+
+Runs inside the worker: standard library and torch only, nothing else (not even the
+rest of atenlint), so the server can import it too without pulling anything in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+TORCH_VERSION = torch.__version__.split("+")[0]
+
+
+# -- capabilities and what their loss means --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One thing atenlint can do only through a private torch API."""
+
+    name: str  # "the TorchScript call walk"
+    consequence: str  # what happens instead, said to the user
+    eager: bool = True  # cheap to check at worker start (no heavy import)
+
+
+@dataclass(frozen=True)
+class Degradation:
+    """A capability this torch lacks, and why (the lookup that failed)."""
+
+    capability: str
+    consequence: str
+    reason: str
+    torch_version: str = TORCH_VERSION
+
+    @property
+    def message(self) -> str:
+        return f"{self.capability} is unavailable on torch {self.torch_version}: {self.consequence}"
+
+    def as_json(self) -> dict[str, str]:
+        return {
+            "capability": self.capability,
+            "message": self.message,
+            "reason": self.reason,
+            "torch": self.torch_version,
+        }
+
+
+DISPATCHER = Capability(
+    "the dispatcher's kernel lookup",
+    "kernels are judged from native_functions.yaml only (kernels registered from Python and library ops' "
+    "kernels are unknown), and TorchScript's own builtins may be taken for operators",
+)
+SCHEMAS = Capability(
+    "TorchScript's operator schema table",
+    "argument types of torch calls read from source are guessed from the dispatcher's overloads",
+)
+JIT_WALK = Capability("the TorchScript call walk", "classes are read from source instead of their scripted graph")
+JIT_SPECIALISE = Capability(
+    "TorchScript graph specialisation (constant propagation)",
+    "library branches a call cannot take are reported too (possible false alarms)",
+)
+JIT_BUILTINS = Capability(
+    "TorchScript's builtin table",
+    "calls the TorchScript compiler drops as dead code (F.embedding's max_norm renorm) are not seen, and "
+    "torch calls read from source are matched to operators by name only",
+)
+JIT_CACHES = Capability(
+    "clearing TorchScript's type caches", "the worker is restarted instead after a file defines TorchScript classes"
+)
+JIT_FRONT_ENDS = Capability(
+    "TorchScript's graph passes of the exporters' front ends",
+    "the traced graph is judged as torch.jit.trace records it, before the passes coremltools and the "
+    "TorchScript ONNX exporter run (ops they rename or remove may be reported)",
+)
+MODE_STACKS = Capability(
+    "torch's mode stacks", "a mode an analysed file leaves entered is not detected, and later files may see it"
+)
+DISPATCH_MODE = Capability(
+    "dispatch modes (TorchDispatchMode)",
+    "ops are not traced with example inputs and composites are not expanded: each call is judged by its "
+    "scripted op name",
+)
+FAKE_TENSORS = Capability(
+    "fake tensors (FakeTensorMode)", "classes with example inputs are scripted instead of traced", eager=False
+)  # ShapeEnv imports sympy
+DECOMPOSITIONS = Capability(
+    "torch's decomposition tables", "export targets judge each call by its op name, without the export decomposition"
+)
+ONNX_TORCHSCRIPT = Capability(
+    "the TorchScript ONNX exporter's registry",
+    "the onnx target cannot tell which ops the TorchScript exporter (dynamo=False) converts",
+    eager=False,
+)
+ONNX_DYNAMO = Capability(
+    "the dynamo ONNX exporter's registry",
+    "the onnx target cannot judge the dynamo exporter (dynamo=True) from its registry",
+    eager=False,
+)
+OPINFO = Capability(
+    "PyTorch's OpInfo database (torch.testing._internal, needs numpy and expecttest)",
+    "per-op MPS dtype limits (complex tensors) are not checked",
+    eager=False,
+)
+WORKER_STATE = Capability(
+    "torch's internal settings (print options, the TorchScript switch)",
+    "an analysed file that changes them is not undone for later files",
+)
+
+CAPABILITIES: tuple[Capability, ...] = (
+    DISPATCHER,
+    SCHEMAS,
+    JIT_WALK,
+    JIT_SPECIALISE,
+    JIT_BUILTINS,
+    JIT_CACHES,
+    JIT_FRONT_ENDS,
+    MODE_STACKS,
+    DISPATCH_MODE,
+    FAKE_TENSORS,
+    DECOMPOSITIONS,
+    ONNX_TORCHSCRIPT,
+    ONNX_DYNAMO,
+    OPINFO,
+    WORKER_STATE,
+)
+
+_DEGRADED: dict[str, Degradation] = {}
+_LOCK = threading.Lock()
+
+
+class Unavailable(RuntimeError):
+    """A capability this torch lacks: the caller takes its degraded path."""
+
+    def __init__(self, degradation: Degradation):
+        super().__init__(degradation.message)
+        self.degradation = degradation
+
+
+def degrade(capability: Capability, reason: str) -> Degradation:
+    """Record that `capability` is lost (once per process) and return the record."""
+    with _LOCK:
+        found = _DEGRADED.get(capability.name)
+        if found is None:
+            found = _DEGRADED[capability.name] = Degradation(capability.name, capability.consequence, reason)
+        return found
+
+
+def degradations() -> list[dict[str, str]]:
+    """Every capability lost so far in this process, as JSON."""
+    with _LOCK:
+        return [d.as_json() for d in _DEGRADED.values()]
+
+
+def degradation_messages() -> list[str]:
+    with _LOCK:
+        return [d.message for d in _DEGRADED.values()]
+
+
+def forget_degradations() -> None:
+    """For tests: start over as if nothing had been looked up."""
+    with _LOCK:
+        _DEGRADED.clear()
+    _FOUND.clear()
+
+
+# -- lookups -------------------------------------------------------------------------------
+
+_FOUND: dict[str, Any] = {}
+_ABSENT = object()
+
+
+def _resolve(path: str) -> Any:
+    """The object a dotted path names, importing modules along it ("torch._C._jit_pass_dce",
+    "torch.onnx._internal.exporter._registration.ONNXRegistry"); LookupError when absent."""
+    cached = _FOUND.get(path, _ABSENT)
+    if cached is not _ABSENT:
+        if cached is None:
+            raise LookupError(f"{path} does not exist")
+        return cached
+    parts = path.split(".")
+    obj: Any = None
+    index = 1
+    # The longest prefix that imports as a module, then attributes.
+    for end in range(len(parts), 0, -1):
+        name = ".".join(parts[:end])
+        try:
+            obj = importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name is not None and name != error.name and not name.startswith(error.name + "."):
+                # A module that exists but needs a package that is not installed.
+                _FOUND[path] = None
+                raise LookupError(f"importing {name} failed: {error}") from None
+            continue
+        except Exception as error:  # noqa: BLE001 - a module that fails to import is absent too
+            _FOUND[path] = None
+            raise LookupError(f"importing {name} failed: {type(error).__name__}: {error}") from None
+        index = end
+        break
+    else:
+        _FOUND[path] = None
+        raise LookupError(f"{parts[0]} cannot be imported")
+    for part in parts[index:]:
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            _FOUND[path] = None
+            raise LookupError(f"{path} does not exist") from None
+    _FOUND[path] = obj
+    return obj
+
+
+def _first(capability: Capability, *paths: str) -> Any:
+    """The first of `paths` this torch has (a later release may have moved it); records
+    the degradation and raises Unavailable when none exists."""
+    reasons = []
+    for path in paths:
+        try:
+            return _resolve(path)
+        except LookupError as error:
+            reasons.append(str(error))
+    raise Unavailable(degrade(capability, "; ".join(reasons)))
+
+
+def _optional(capability: Capability, *paths: str) -> Any | None:
+    try:
+        return _first(capability, *paths)
+    except Unavailable:
+        return None
+
+
+def available(capability: Capability) -> bool:
+    """Whether every API of `capability` exists on this torch (checked now, recorded if not)."""
+    for paths in _PROBES.get(capability.name, ()):
+        if _optional(capability, *paths) is None:
+            return False
+    return capability.name not in _DEGRADED
+
+
+def probe_all(heavy: bool = False) -> list[dict[str, str]]:
+    """Check every capability (`heavy`: also those that import large parts of torch) and
+    return what is lost."""
+    for capability in CAPABILITIES:
+        if capability.eager or heavy:
+            available(capability)
+    return degradations()
+
+
+# -- the dispatcher ------------------------------------------------------------------------
+
+
+def has_kernel(name: str, key: str) -> bool:
+    """Whether the dispatcher has a kernel for op `name` ("aten::add.Tensor",
+    "torchvision::nms") under dispatch key `key` ("MPS", "CompositeImplicitAutograd").
+    Raises RuntimeError for a name that is no dispatcher op."""
+    lookup = _optional(DISPATCHER, "torch._C._dispatch_has_kernel_for_dispatch_key")
+    if lookup is not None:
+        return bool(lookup(name, key))
+    op = overload(*name.partition(".")[::2]) if "::" in name else None
+    key_value = dispatch_key(key)
+    if op is None or key_value is None:
+        raise RuntimeError(f"cannot ask for a kernel of {name}: {DISPATCHER.name} is unavailable")
+    try:
+        return bool(op.has_kernel_for_dispatch_key(key_value))
+    except Exception as error:  # noqa: BLE001 - the overload's own lookup is gone too
+        raise RuntimeError(f"cannot ask for a kernel of {name}: {error}") from None
+
+
+def op_has_kernel(op: Any, key: str) -> bool:
+    """`has_kernel` for an OpOverload (False when the key does not exist on this torch)."""
+    key_value = dispatch_key(key)
+    if key_value is None:
+        return False
+    try:
+        return bool(op.has_kernel_for_dispatch_key(key_value))
+    except Exception:  # noqa: BLE001 - not an operator overload
+        return False
+
+
+def dispatch_key(name: str) -> Any | None:
+    """torch's DispatchKey member of that name, or None."""
+    keys = _optional(DISPATCHER, "torch._C.DispatchKey")
+    return getattr(keys, name, None) if keys is not None else None
+
+
+def registrations_for_key(key: str) -> list[str]:
+    """Every op with a kernel registered for dispatch key `key` (including kernels
+    registered from Python with torch.library); [] when unknown."""
+    lookup = _optional(DISPATCHER, "torch._C._dispatch_get_registrations_for_dispatch_key")
+    if lookup is None:
+        return []
+    try:
+        return sorted(str(name) for name in lookup(key))
+    except Exception:  # noqa: BLE001 - a key this build does not know
+        return []
+
+
+def all_op_names() -> list[str]:
+    """Every dispatcher op ("aten::add", "torchvision::nms"), without overloads."""
+    lookup = _optional(DISPATCHER, "torch._C._dispatch_get_all_op_names")
+    if lookup is not None:
+        return [str(name) for name in lookup()]
+    return sorted({str(schema.name) for schema in all_schemas()})
+
+
+def has_schema(qualified: str, overload_name: str) -> bool:
+    """Whether `qualified.overload_name` is a dispatcher op (not a TorchScript-only builtin)."""
+    lookup = _optional(DISPATCHER, "torch._C._dispatch_find_schema_or_throw")
+    if lookup is not None:
+        try:
+            lookup(qualified, overload_name)
+        except RuntimeError:
+            return False
+        return True
+    namespace, _, name = qualified.partition("::")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), name)
+        return overload_name in (packet.overloads() if overload_name else ["default"]) or (
+            not overload_name and "default" in packet.overloads()
+        )
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def overload(qualified: str, overload_name: str) -> Any | None:
+    """The OpOverload `qualified.overload_name` ("aten::add", "Tensor"), or None."""
+    if not has_schema(qualified, overload_name):
+        return None
+    namespace, _, name = qualified.partition("::")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), name)
+        return getattr(packet, overload_name or "default")
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def op_schema(op: Any) -> Any:
+    """An OpOverload's FunctionSchema (`.name`, `.overload_name`, `.arguments`, ...)."""
+    return op._schema
+
+
+def op_name(op: Any) -> str:
+    """ "aten::name" or "aten::name.overload", the spelling torch's own warnings use."""
+    schema = op._schema
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else str(schema.name)
+
+
+def is_op_overload(value: Any) -> bool:
+    kind = _optional(DISPATCHER, "torch._ops.OpOverload")
+    if kind is not None:
+        return isinstance(value, kind)
+    return hasattr(value, "_schema") and hasattr(value, "overloadpacket")
+
+
+def call_with_key(op: Any, key: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run `op` through its kernel for dispatch key `key` (a DispatchKey) only. Ask
+    `op_has_kernel` first: a key without a kernel aborts the process."""
+    runner = getattr(op, "_op_dk", None)
+    if runner is None:
+        raise Unavailable(degrade(DISPATCH_MODE, "OpOverload._op_dk does not exist"))
+    return runner(key, *args, **kwargs)
+
+
+# -- TorchScript schemas and builtins --------------------------------------------------------
+
+
+def parse_schema(text: str) -> Any:
+    """A FunctionSchema from its text ("aten::add.Tensor(Tensor self, ...) -> Tensor")."""
+    parser = _optional(SCHEMAS, "torch._C.parse_schema")
+    if parser is not None:
+        return parser(text)
+    match = re.match(r"^\s*([\w:]+)(?:\.(\w+))?\(", text)
+    op = overload(match[1], match[2] or "") if match else None
+    if op is None:
+        raise RuntimeError(f"cannot parse the schema {text[:80]!r}: {SCHEMAS.name} is unavailable")
+    return op._schema
+
+
+def schemas_for_operator(qualified: str) -> list[Any]:
+    """Every schema of `qualified` ("aten::add"), TorchScript builtins included."""
+    lookup = _optional(SCHEMAS, "torch._C._jit_get_schemas_for_operator")
+    if lookup is not None:
+        return list(lookup(qualified))
+    namespace, _, name = qualified.partition("::")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), name)
+        return [getattr(packet, o)._schema for o in packet.overloads()]
+    except (AttributeError, RuntimeError):
+        return []
+
+
+def all_schemas() -> list[Any]:
+    """Every schema TorchScript knows (dispatcher ops and its own builtins); [] when unknown."""
+    lookup = _optional(SCHEMAS, "torch._C._jit_get_all_schemas")
+    return list(lookup()) if lookup is not None else []
+
+
+def builtin_name(function: Any) -> str | None:
+    """The op TorchScript compiles a Python callable to (`torch.add` -> "aten::add"), or None."""
+    find = _optional(JIT_BUILTINS, "torch.jit._builtins._find_builtin")
+    if find is None:
+        return None
+    try:
+        name = find(function)
+    except Exception:  # noqa: BLE001 - an unhashable or odd object
+        return None
+    return str(name) if name else None
+
+
+def builtin_table() -> dict[int, str]:
+    """id(Python callable) -> the TorchScript builtin it compiles to."""
+    table = _optional(JIT_BUILTINS, "torch.jit._builtins._builtin_ops")
+    if table is None:
+        return {}
+    return {id(function): str(name) for function, name in table}
+
+
+# -- the TorchScript call walk -----------------------------------------------------------------
+
+
+def require_jit_walk() -> None:
+    """Raise Unavailable when the call walk cannot run on this torch."""
+    _first(JIT_WALK, "torch.jit._state._python_cu")
+    _first(JIT_WALK, "torch.jit.RecursiveScriptModule")
+
+
+def compiled_function(qualified: str) -> Any | None:
+    """The compiled TorchScript function of that qualified name ("__torch__.torch.nn.
+    functional.interpolate"), from the global compilation unit, or None."""
+    unit = _optional(JIT_WALK, "torch.jit._state._python_cu")
+    if unit is None:
+        return None
+    try:
+        return unit.find_function(qualified)
+    except Exception:  # noqa: BLE001 - a name the unit does not hold
+        return None
+
+
+def script_module_object(scripted: Any) -> Any:
+    """The C++ ScriptModule object behind a scripted module (what graphs refer to)."""
+    inner = getattr(scripted, "_c", None)
+    if inner is None:
+        raise Unavailable(degrade(JIT_WALK, "ScriptModule._c does not exist"))
+    return inner
+
+
+def script_method_graph(module_object: Any, name: str) -> Any | None:
+    """The graph of a scripted module's method (`forward`), or None when it has none."""
+    has_method = getattr(module_object, "_has_method", None)
+    get_method = getattr(module_object, "_get_method", None)
+    if has_method is None or get_method is None:
+        degrade(JIT_WALK, "ScriptModule._has_method/_get_method do not exist")
+        return None
+    if not has_method(name):
+        return None
+    return get_method(name).graph
+
+
+def is_script_module_object(value: Any) -> bool:
+    """A scripted module (whose methods the walk can enter), not a TorchScript class instance."""
+    return getattr(value, "_has_method", None) is not None and getattr(value, "_get_method", None) is not None
+
+
+def script_type_name(module_object: Any) -> str:
+    """The TorchScript qualified type name of a scripted module ("__torch__.pkg.Cls")."""
+    try:
+        return str(module_object._type().qualified_name())
+    except Exception:  # noqa: BLE001 - a layout without it: the walk just does not name it
+        return ""
+
+
+_PASS_CAPABILITY = {
+    "_jit_pass_constant_propagation": JIT_SPECIALISE,
+    "_jit_pass_dce": JIT_SPECIALISE,
+    "_jit_pass_peephole": JIT_SPECIALISE,
+}
+
+
+def run_pass(name: str, graph: Any, *args: Any) -> Any:
+    """Run the TorchScript pass `torch._C._jit_pass_<name>(graph, *args)`; returns its
+    result (None for in-place passes, and for a pass this torch lacks: skipped, recorded)."""
+    capability = _PASS_CAPABILITY.get(f"_jit_pass_{name}", JIT_FRONT_ENDS)
+    function = _optional(capability, f"torch._C._jit_pass_{name}")
+    return function(graph, *args) if function is not None else None
+
+
+def has_pass(name: str) -> bool:
+    try:
+        _resolve(f"torch._C._jit_pass_{name}")
+    except LookupError:
+        return False
+    return True
+
+
+# -- TorchScript's caches (worker state) ---------------------------------------------------------
+
+
+def reset_concrete_type_store() -> None:
+    """A fresh store of module types: a failed compile leaves half-defined types behind."""
+    recursive = _optional(JIT_CACHES, "torch.jit._recursive")
+    if recursive is None or not hasattr(recursive, "ConcreteTypeStore"):
+        return
+    recursive.concrete_type_store = recursive.ConcreteTypeStore()
+
+
+def concrete_types() -> dict[Any, Any]:
+    """Python class -> its compiled module types (mutable: entries may be deleted)."""
+    recursive = _first(JIT_CACHES, "torch.jit._recursive")
+    return recursive.concrete_type_store.type_store  # type: ignore[no-any-return]  # the live dict, on purpose
+
+
+def script_classes() -> dict[Any, Any]:
+    """The live table of Python classes compiled as TorchScript classes."""
+    return _first(JIT_CACHES, "torch.jit._state._script_classes")  # type: ignore[no-any-return]
+
+
+def forget_script_classes(classes: Sequence[Any]) -> None:
+    table = script_classes()
+    names = _first(JIT_CACHES, "torch.jit._state._name_to_pyclass")
+    for cls in classes:
+        table.pop(cls, None)
+    for name in [n for n, c in names.items() if c in classes]:
+        del names[name]
+
+
+def clear_script_state() -> None:
+    """Empty TorchScript's global compilation unit and every cache keyed by it (as torch's
+    own test suite does between tests)."""
+    clear_registry = _first(JIT_CACHES, "torch._C._jit_clear_class_registry")
+    recursive = _first(JIT_CACHES, "torch.jit._recursive")
+    clear_state = _first(JIT_CACHES, "torch.jit._state._clear_class_state")
+    clear_registry()
+    recursive.concrete_type_store = recursive.ConcreteTypeStore()
+    clear_state()
+
+
+def jit_enabled_flag() -> tuple[Callable[[], Any], Callable[[Any], None]] | None:
+    """(get, set) for TorchScript's global on/off switch (PYTORCH_JIT=0), or None."""
+    enabled = _optional(WORKER_STATE, "torch.jit._state._enabled")
+    if enabled is None:
+        return None
+    return (lambda: enabled.enabled), (lambda value: setattr(enabled, "enabled", value))
+
+
+def print_options_flag() -> tuple[Callable[[], Any], Callable[[Any], None]] | None:
+    """(get, set) for torch's print options (set_printoptions has no getter), or None."""
+    options = _optional(WORKER_STATE, "torch._tensor_str.PRINT_OPTS")
+    if options is None:
+        return None
+    return (lambda: dict(vars(options))), (lambda value: vars(options).update(value))
+
+
+# -- mode stacks ---------------------------------------------------------------------------------
+
+
+def mode_stack_depths() -> tuple[int, int] | None:
+    """(torch function modes, dispatch modes) entered right now, or None when unknown."""
+    function_depth = _optional(MODE_STACKS, "torch._C._len_torch_function_stack")
+    dispatch_depth = _optional(MODE_STACKS, "torch._C._len_torch_dispatch_stack")
+    if function_depth is None or dispatch_depth is None:
+        return None
+    return int(function_depth()), int(dispatch_depth())
+
+
+def pop_modes(function_depth: int, dispatch_depth: int) -> tuple[int, int] | None:
+    """Pop modes until the stacks are no deeper than given; the depths left (None: unknown)."""
+    depths = mode_stack_depths()
+    pop_function = _optional(MODE_STACKS, "torch._C._pop_torch_function_stack")
+    pop_dispatch = _optional(MODE_STACKS, "torch._C._pop_torch_dispatch_stack")
+    if depths is None or pop_function is None or pop_dispatch is None:
+        return None
+    functions, dispatches = depths
+    while functions > function_depth:
+        pop_function()
+        functions -= 1
+    while dispatches > dispatch_depth:
+        pop_dispatch()
+        dispatches -= 1
+    return mode_stack_depths()
+
+
+# -- dispatch modes and fake tensors -------------------------------------------------------------
+
+
+def _dispatch_mode_base() -> type:
+    try:
+        base = _first(DISPATCH_MODE, "torch.utils._python_dispatch.TorchDispatchMode")
+    except Unavailable as missing:
+        degradation = missing.degradation
+
+        class _NoDispatchMode:
+            """Stands in where torch has no TorchDispatchMode: entering it says so."""
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                pass
+
+            def __enter__(self) -> Any:
+                raise Unavailable(degradation)
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+        return _NoDispatchMode
+    if not isinstance(base, type):
+        raise TypeError("TorchDispatchMode is not a class")
+    return base
+
+
+# A base class for the recorders: torch's TorchDispatchMode, or a stand-in that raises
+# Unavailable when entered (the trace then fails and the class is scripted instead).
+if TYPE_CHECKING:
+    from torch.utils._python_dispatch import TorchDispatchMode as TorchDispatchMode  # noqa: PLC0414 - re-exported
+else:
+    TorchDispatchMode = _dispatch_mode_base()
+
+
+def fake_tensor_mode(allow_non_fake_inputs: bool = True) -> Any:
+    """A FakeTensorMode with a symbolic shape environment (data-dependent ops such as
+    `nonzero` work); raises Unavailable when this torch has none."""
+    mode = _first(FAKE_TENSORS, "torch._subclasses.fake_tensor.FakeTensorMode", "torch._subclasses.FakeTensorMode")
+    shape_env = _optional(FAKE_TENSORS, "torch.fx.experimental.symbolic_shapes.ShapeEnv")
+    if shape_env is None:
+        return mode(allow_non_fake_inputs=allow_non_fake_inputs)
+    return mode(shape_env=shape_env(), allow_non_fake_inputs=allow_non_fake_inputs)
+
+
+# -- decompositions ----------------------------------------------------------------------------
+
+
+def decomposition_table() -> dict[Any, Any]:
+    """torch._decomp's full table (every Python decomposition torch has); {} when absent."""
+    table = _optional(DECOMPOSITIONS, "torch._decomp.decomposition_table")
+    return dict(table) if table is not None else {}
+
+
+def decompositions_for(ops: Sequence[Any]) -> dict[Any, Any]:
+    """The decompositions of these ops (and of their overloads) from torch._decomp."""
+    get = _optional(DECOMPOSITIONS, "torch._decomp.get_decompositions")
+    return dict(get(list(ops))) if get is not None else {}
+
+
+def export_default_decompositions() -> dict[Any, Any]:
+    """What `run_decompositions()` applies by default (core ATen table + CIA kernels)."""
+    default = getattr(torch.export, "default_decompositions", None)
+    if default is not None:
+        return dict(default().items())
+    core = _optional(DECOMPOSITIONS, "torch._decomp.core_aten_decompositions")
+    return dict(core()) if core is not None else {}
+
+
+# -- the ONNX exporters ---------------------------------------------------------------------------
+
+_TORCHSCRIPT_EXPORTER = ("torch.onnx._internal.torchscript_exporter", "torch.onnx")
+_SYMBOLICS_LOADED: list[bool] = []
+
+
+def onnx_torchscript_package() -> Any:
+    """The package of the TorchScript ONNX exporter (its `symbolic_opsetN` modules), with
+    every opset's symbolics registered; raises Unavailable when absent."""
+    import pkgutil
+
+    package = _first(ONNX_TORCHSCRIPT, *_TORCHSCRIPT_EXPORTER)
+    if not _SYMBOLICS_LOADED:
+        for module in pkgutil.iter_modules(getattr(package, "__path__", [])):
+            if module.name.startswith("symbolic_opset"):
+                # One broken opset module hides only its own symbolics.
+                with contextlib.suppress(Exception):
+                    importlib.import_module(f"{package.__name__}.{module.name}")
+        _SYMBOLICS_LOADED.append(True)
+    return package
+
+
+def onnx_torchscript_registry() -> Any:
+    """The TorchScript exporter's symbolic registry (every opset loaded); Unavailable when absent."""
+    onnx_torchscript_package()
+    registration = _first(
+        ONNX_TORCHSCRIPT, "torch.onnx._internal.torchscript_exporter.registration", "torch.onnx._internal.registration"
+    )
+    registry = getattr(registration, "registry", None)
+    if registry is None:
+        raise Unavailable(degrade(ONNX_TORCHSCRIPT, "its registration module has no registry"))
+    return registry
+
+
+def onnx_symbolic_opsets(name: str) -> list[int] | None:
+    """The opsets at which the TorchScript exporter has a symbolic for `name` ("aten::nms",
+    "torchvision::nms"); [] for none; None when the registry cannot be read."""
+    try:
+        registry = onnx_torchscript_registry()
+        group = registry.get_function_group(name)
+    except Exception:  # noqa: BLE001 - the registry's layout changed: unknown
+        return None
+    if group is None:
+        return []
+    versions = getattr(group, "_functions", None)
+    if versions is None:
+        degrade(ONNX_TORCHSCRIPT, "a symbolic group has no per-opset table")
+        return None
+    return sorted(int(v) for v in versions)
+
+
+def onnx_torchscript_symbolics() -> dict[str, list[int]]:
+    """Every op the TorchScript exporter has a symbolic for, with its opsets."""
+    registry = onnx_torchscript_registry()
+    out = {}
+    for name in sorted(registry.all_functions()):
+        opsets = onnx_symbolic_opsets(name)
+        if opsets:
+            out[str(name)] = opsets
+    return out
+
+
+@dataclass(frozen=True)
+class OnnxOpsets:
+    minimum: int
+    maximum: int
+    default: int
+
+
+def onnx_opsets() -> OnnxOpsets:
+    constants = _first(ONNX_TORCHSCRIPT, "torch.onnx._constants")
+    return OnnxOpsets(int(constants.ONNX_MIN_OPSET), int(constants.ONNX_MAX_OPSET), int(constants.ONNX_DEFAULT_OPSET))
+
+
+def onnx_unconvertible_ops() -> Callable[..., Any]:
+    """torch.onnx's `unconvertible_ops(model, args)` front end (-> (graph, ops)); Unavailable
+    when this torch has no TorchScript exporter front end."""
+    front_end: Callable[..., Any] = _first(
+        ONNX_TORCHSCRIPT,
+        "torch.onnx._internal.torchscript_exporter.utils.unconvertible_ops",
+        "torch.onnx.utils.unconvertible_ops",
+    )
+    return front_end
+
+
+_EXPORTER_ENTRY = ("exporter_context", "_decide_input_format", "_pre_trace_quant_model", "_create_jit_graph")
+
+
+def onnx_exporter_traced_graph(model: torch.nn.Module, args: tuple[Any, ...]) -> Any:
+    """The graph `torch.jit.trace` records through the TorchScript ONNX exporter's own entry
+    (`_create_jit_graph` under its `exporter_context`, inputs laid out by
+    `_decide_input_format`), exactly what that exporter starts from. Raises Unavailable
+    when this torch has no such entry; the model's own errors propagate."""
+    utils = _first(ONNX_TORCHSCRIPT, "torch.onnx._internal.torchscript_exporter.utils", "torch.onnx.utils")
+    missing = [name for name in _EXPORTER_ENTRY if not hasattr(utils, name)]
+    if missing:
+        raise Unavailable(degrade(ONNX_TORCHSCRIPT, f"{utils.__name__} has no {', '.join(missing)}"))
+    with utils.exporter_context(model, torch.onnx.TrainingMode.EVAL, verbose=False):
+        args = utils._decide_input_format(model, args)
+        traced = utils._pre_trace_quant_model(model, args)
+        graph, _, _, _ = utils._create_jit_graph(traced, args)
+    return graph
+
+
+def onnx_dynamo_first_opsets() -> tuple[int, dict[str, int]]:
+    """(torchlib's default opset, overload -> the first opset at which the dynamo exporter's
+    registry implements it), built with the exporter's own registry at every opset."""
+    constants = _first(ONNX_DYNAMO, "torch.onnx._internal.exporter._constants")
+    registry_type = _first(ONNX_DYNAMO, "torch.onnx._internal.exporter._registration.ONNXRegistry")
+    default = int(constants.TORCHLIB_OPSET)
+    ops: dict[str, int] = {}
+    # The registry keeps, per op, only implementations introduced at or below its opset.
+    for opset in range(default, onnx_opsets().maximum + 1):
+        registry = registry_type.from_torchlib(opset)
+        for target, decomps in registry.functions.items():
+            if isinstance(target, str) and decomps and target not in ops:
+                ops[target] = opset
+    return default, ops
+
+
+def onnx_friendly_decompositions(registered: set[Any]) -> dict[Any, Any]:
+    """The dynamo ONNX exporter's decomposition table given the overloads its registry
+    implements (those are kept); Unavailable when this torch has no such exporter."""
+    create = _first(ONNX_DYNAMO, "torch.onnx._internal.exporter._decomp.create_onnx_friendly_decomposition_table")
+    return dict(create(registered))
+
+
+# -- PyTorch's OpInfo database ---------------------------------------------------------------------
+
+
+def opinfo_mps_dtypes() -> dict[str, set[Any]]:
+    """Per aten op name ("aten::add"): the dtypes its MPS kernel accepts, per the wheel's
+    OpInfo database (`dtypesIfMPS`); {} when it cannot be loaded (needs numpy, expecttest)."""
+    database = _optional(OPINFO, "torch.testing._internal.common_methods_invocations.op_db")
+    out: dict[str, set[Any]] = {}
+    for opinfo in database or ():
+        if getattr(opinfo, "variant_test_name", "") or getattr(opinfo, "dtypesIfMPS", None) is None:
+            continue
+        name = builtin_name(opinfo.op) if callable(opinfo.op) else None
+        if name:
+            with contextlib.suppress(Exception):  # one entry of an unexpected shape
+                out.setdefault(name.split(".")[0], set()).update(opinfo.supported_dtypes("mps"))
+    return out
+
+
+# -- nn.Module internals ---------------------------------------------------------------------------
+
+
+def tensor_stores(module: torch.nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The live parameter and buffer dicts of one module (not its children), to swap
+    tensors in place (`register_parameter` would refuse a meta tensor over a real one)."""
+    return module._parameters, module._buffers
+
+
+def iter_tensor_slots(module: torch.nn.Module) -> Iterator[tuple[dict[str, Any], str, Any]]:
+    """(store, name, value) for every parameter and buffer slot of one module."""
+    for store in tensor_stores(module):
+        for name, value in list(store.items()):
+            yield store, name, value
+
+
+# The probes `available()` runs per capability: each tuple is one API (alternatives).
+_PROBES: dict[str, tuple[tuple[str, ...], ...]] = {
+    DISPATCHER.name: (
+        ("torch._C._dispatch_has_kernel_for_dispatch_key",),
+        ("torch._C._dispatch_get_registrations_for_dispatch_key",),
+        ("torch._C._dispatch_get_all_op_names",),
+        ("torch._C._dispatch_find_schema_or_throw",),
+        ("torch._C.DispatchKey",),
+        ("torch._ops.OpOverload",),
+    ),
+    SCHEMAS.name: (
+        ("torch._C.parse_schema",),
+        ("torch._C._jit_get_schemas_for_operator",),
+        ("torch._C._jit_get_all_schemas",),
+    ),
+    JIT_WALK.name: (("torch.jit._state._python_cu",), ("torch.jit.RecursiveScriptModule",)),
+    JIT_SPECIALISE.name: (
+        ("torch._C._jit_pass_constant_propagation",),
+        ("torch._C._jit_pass_dce",),
+        ("torch._C._jit_pass_peephole",),
+    ),
+    JIT_BUILTINS.name: (("torch.jit._builtins._find_builtin",), ("torch.jit._builtins._builtin_ops",)),
+    JIT_CACHES.name: (
+        ("torch.jit._recursive.ConcreteTypeStore",),
+        ("torch.jit._state._script_classes",),
+        ("torch.jit._state._name_to_pyclass",),
+        ("torch.jit._state._clear_class_state",),
+        ("torch._C._jit_clear_class_registry",),
+    ),
+    JIT_FRONT_ENDS.name: (
+        ("torch._C._jit_pass_inline",),
+        ("torch._C._jit_pass_inline_fork_wait",),
+        ("torch._C._jit_pass_canonicalize_graph_fuser_ops",),
+        ("torch._C._jit_pass_canonicalize",),
+        ("torch._C._jit_pass_onnx_remove_inplace_ops_for_onnx",),
+        ("torch._C._jit_pass_erase_number_types",),
+        ("torch._C._jit_pass_dce_allow_deleting_nodes_with_side_effects",),
+    ),
+    MODE_STACKS.name: (
+        ("torch._C._len_torch_function_stack",),
+        ("torch._C._len_torch_dispatch_stack",),
+        ("torch._C._pop_torch_function_stack",),
+        ("torch._C._pop_torch_dispatch_stack",),
+    ),
+    DISPATCH_MODE.name: (("torch.utils._python_dispatch.TorchDispatchMode",),),
+    FAKE_TENSORS.name: (
+        ("torch._subclasses.fake_tensor.FakeTensorMode", "torch._subclasses.FakeTensorMode"),
+        ("torch.fx.experimental.symbolic_shapes.ShapeEnv",),
+    ),
+    DECOMPOSITIONS.name: (("torch._decomp.decomposition_table",), ("torch._decomp.get_decompositions",)),
+    ONNX_TORCHSCRIPT.name: (
+        _TORCHSCRIPT_EXPORTER,
+        ("torch.onnx._constants",),
+        ("torch.onnx._internal.torchscript_exporter.registration", "torch.onnx._internal.registration"),
+        ("torch.onnx._internal.torchscript_exporter.utils.unconvertible_ops", "torch.onnx.utils.unconvertible_ops"),
+    ),
+    ONNX_DYNAMO.name: (
+        ("torch.onnx._internal.exporter._constants",),
+        ("torch.onnx._internal.exporter._registration.ONNXRegistry",),
+        ("torch.onnx._internal.exporter._decomp.create_onnx_friendly_decomposition_table",),
+    ),
+    OPINFO.name: (("torch.testing._internal.common_methods_invocations.op_db",),),
+    WORKER_STATE.name: (("torch.jit._state._enabled",), ("torch._tensor_str.PRINT_OPTS",)),
+}
