@@ -611,10 +611,9 @@ class Engine:
         self, result: FileCapture, answer: FileAnswer, module_name: str, file_outline: FileOutline
     ) -> None:
         result.module_findings.extend(refusal_findings(result, dict(answer)))  # ATL012: what the sandbox refused
-        for lost in answer.get("torch_degraded", []):  # ATL021: said once per run (RUN_LEVEL_CODES)
-            result.module_findings.append(
-                self._file_finding(result, codes.TORCH_DEGRADED, "information", lost.get("message", ""))
-            )
+        for lost in answer.get("torch_degraded", []):  # torchcompat: a capability this torch lacks
+            self.log(f"{result.path}: {lost.get('message', '')}")
+
         if "import_error" in answer and not answer["import_error"].get("refused"):  # a refusal says it already
             result.module_findings.append(_import_finding(result, answer, module_name, self.cwd))
         by_qualname = {c.qualname: c for c in file_outline.classes}

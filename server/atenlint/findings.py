@@ -43,8 +43,7 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
 
 # Findings about the run rather than a file (a converter that is not installed): said once
 # per run by the CLI, and in the editor's status item rather than on every class.
-TORCH_DEGRADED = "ATL021"  # this torch lacks a private API atenlint uses: one capability is lost (torchcompat)
-RUN_LEVEL_CODES = ("COREML000", TORCH_DEGRADED)
+RUN_LEVEL_CODES = ("COREML000",)
 
 
 @dataclass

@@ -37,12 +37,6 @@ _RULES = [
     Rule("ATL009", "BadDirective", "an `# atenlint:` comment is not understood", "warning"),
     Rule("ATL010", "InvalidSettings", "the project's [tool.atenlint] settings are invalid", "error"),
     Rule("ATL011", "TraceFailed", "a class could not be traced with its example inputs", "warning"),
-    Rule(
-        "ATL021",
-        "TorchCapabilityMissing",
-        "this torch lacks an internal API atenlint uses: one capability is lost, the rest of the analysis runs",
-        "information",
-    ),
     Rule("ATL099", "InternalError", "atenlint failed while analysing the file", "warning"),
     Rule("MPS001", "NoMpsKernel", "an operator has no MPS kernel: it raises, or falls back to the CPU", "warning"),
     Rule("MPS002", "ForcedMpsFallback", "an operator always runs on the CPU on MPS", "warning"),
