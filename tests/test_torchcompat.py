@@ -290,3 +290,13 @@ def test_without_the_call_walk_the_class_is_read_from_source(tmp_path, monkeypat
     assert captured["capture"] == "static"  # never less than the source: the class is still judged
     assert "aten::heaviside" in {op["op"] for op in captured["ops"]}
     assert [d["capability"] for d in torchcompat.degradations()] == [torchcompat.JIT_WALK.name]
+
+
+def test_an_object_the_walk_cannot_serve_loses_nothing_for_later_files(fresh_lookups):
+    """A module without `forward`, or a TorchScript class instance, takes the degraded path
+    for itself only: recording it would read every later file of the worker from source."""
+    torchcompat.forget_degradations()
+    assert torchcompat.script_method_graph(object(), "forward") is None
+    with pytest.raises(torchcompat.Unavailable):
+        torchcompat.script_module_object(object())
+    assert torchcompat.degradations() == []

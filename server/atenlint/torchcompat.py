@@ -157,6 +157,13 @@ class Unavailable(RuntimeError):
         self.degradation = degradation
 
 
+def not_for_this_object(capability: Capability, reason: str) -> Unavailable:
+    """The capability exists but cannot serve this one object (a module without `forward`,
+    a TorchScript class instance): that class takes the degraded path, and nothing is
+    recorded — a record would make the worker take it for every later file too."""
+    return Unavailable(Degradation(capability.name, capability.consequence, reason))
+
+
 def degrade(capability: Capability, reason: str) -> Degradation:
     """Record that `capability` is lost (once per process) and return the record."""
     with _LOCK:
@@ -460,7 +467,9 @@ def script_module_object(scripted: Any) -> Any:
     """The C++ ScriptModule object behind a scripted module (what graphs refer to)."""
     inner = getattr(scripted, "_c", None)
     if inner is None:
-        raise Unavailable(degrade(JIT_WALK, "ScriptModule._c does not exist"))
+        if isinstance(scripted, torch.jit.ScriptModule):  # this torch's layout has changed
+            raise Unavailable(degrade(JIT_WALK, "ScriptModule._c does not exist"))
+        raise not_for_this_object(JIT_WALK, f"{type(scripted).__name__} is not a scripted module")
     return inner
 
 
@@ -468,8 +477,7 @@ def script_method_graph(module_object: Any, name: str) -> Any | None:
     """The graph of a scripted module's method (`forward`), or None when it has none."""
     has_method = getattr(module_object, "_has_method", None)
     get_method = getattr(module_object, "_get_method", None)
-    if has_method is None or get_method is None:
-        degrade(JIT_WALK, "ScriptModule._has_method/_get_method do not exist")
+    if has_method is None or get_method is None:  # not a scripted module (a TorchScript class instance)
         return None
     if not has_method(name):
         return None

@@ -631,7 +631,7 @@ def script_ops(scripted: Any, devices: tuple[str, ...] = ("cpu",)) -> ScriptCapt
     module = torchcompat.script_module_object(scripted)
     forward = torchcompat.script_method_graph(module, "forward")
     if forward is None:
-        raise torchcompat.Unavailable(torchcompat.degrade(torchcompat.JIT_WALK, "no forward graph"))
+        raise torchcompat.not_for_this_object(torchcompat.JIT_WALK, "the scripted module has no forward")
     for device, training in itertools.product(devices, (False, True)):
         walker = _Walker(training, device)
         walker.graph(forward, module, {}, ())
