@@ -192,7 +192,7 @@ function prepare(scenario, facts) {
         canaryModule: CANARY_MODULE,
         canaryLine: CANARY_CALL_LINE,
         interpreterCanary,
-        fix: `${noTorchPython} -m pip install 'torch>=2.4,<2.15'`,
+        fix: `${noTorchPython} -m pip install 'torch>=2.13,<2.16'`,
     };
     writeJson(path.join(dir, 'spec.json'), spec);
     return { dir, workspace, userData, spec, specPath: path.join(dir, 'spec.json'), restricted };
