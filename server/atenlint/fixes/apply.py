@@ -115,40 +115,14 @@ def apply_to_files(chosen: list[tuple[Finding, Fix]]) -> FixOutcome:
         if not applied:
             continue
         _write(path, original.with_edits(taken))
-        for finding, fix in applied:
-            start = finding.range.start
-            outcome.applied.append(
-                AppliedFix(
-                    finding.path,
-                    start.line + 1,
-                    start.character + 1,
-                    finding.target or "",
-                    finding.call or "",
-                    fix["id"],
-                    fix["title"],
-                    bool(fix["exact"]),
-                )
-            )
+        outcome.applied.extend(_applied_fix(finding, fix) for finding, fix in applied)
     return outcome
 
 
 def _apply_to_notebook(path: str, fixes: list[tuple[Finding, Fix]], outcome: FixOutcome) -> None:
     applied, skipped = apply_cell_fixes(path, fixes, text_fingerprint)
     outcome.skipped.extend(skipped)
-    for finding, fix in applied:
-        start = finding.range.start
-        outcome.applied.append(
-            AppliedFix(
-                finding.path,
-                start.line + 1,
-                start.character + 1,
-                finding.target or "",
-                finding.call or "",
-                fix["id"],
-                fix["title"],
-                bool(fix["exact"]),
-            )
-        )
+    outcome.applied.extend(_applied_fix(finding, fix) for finding, fix in applied)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -212,3 +186,17 @@ def fix_summary(outcome: FixOutcome) -> str:
         + "; the report below is what remains"
     )
     return "\n".join(lines) + "\n"
+
+
+def _applied_fix(finding: Finding, fix: Fix) -> AppliedFix:
+    start = finding.range.start
+    return AppliedFix(
+        finding.path,
+        start.line + 1,
+        start.character + 1,
+        finding.target or "",
+        finding.call or "",
+        fix["id"],
+        fix["title"],
+        bool(fix["exact"]),
+    )
