@@ -24,24 +24,11 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "lsp"))
 
+from faults import FAULTS
 from harness import SERVER, WORKSPACE, diagnostics, open_file, start
 from pytest_lsp.client import make_test_lsp_client
 
 GOAL_S = 40.0
-FAULTS = {
-    "loops": ("ATL005", "import torch.nn as nn\nwhile True:\n    pass\n"),
-    "exits": ("ATL006", "import os\nimport torch.nn as nn\nos._exit(3)\n"),
-    "aborts": (
-        "ATL006",
-        (
-            "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
-            "with FakeTensorMode():\n"
-            "    weight = torch.nn.Parameter(torch.empty(2, 3, device='mps'))\n"
-            "    (weight * 2).sum().backward()\n"
-        ),
-    ),
-    "hogs_memory": ("ATL006", "import threading\nblob = bytearray(4 * 1024 ** 3)\nthreading.Event().wait()\n"),
-}
 
 
 def _write(path: str, text: str) -> None:

@@ -25,3 +25,14 @@ def engine(pool):
     engine = Engine(pool, SettingsResolver(), cwd=REPO)
     engine.start()
     return engine
+
+
+@pytest.fixture(autouse=True)
+def _fresh_engine_settings(request):
+    """Tests set the shared engine's settings resolver for their own files; after each, the
+    next test starts from settings read afresh, whichever test ran before it (the order
+    differs from run to run when tests are spread over processes)."""
+    engine = request.getfixturevalue("engine") if "engine" in request.fixturenames else None
+    yield
+    if engine is not None:
+        engine.resolver = SettingsResolver()

@@ -161,3 +161,20 @@ def test_no_exec_never_imports_and_still_reports(workspace):
     (diagnostic,) = json.loads(result.stdout)["diagnostics"]
     assert (diagnostic["code"], diagnostic["capture"], diagnostic["ops"]) == ("MPS001", "static", ["aten::take"])
     assert result.returncode == 1
+
+
+def test_the_projects_workers_size_the_cli_pool_unless_jobs_is_given(tmp_path):
+    from atenlint.commands.common import default_jobs
+    from atenlint.config import SettingsResolver
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "model.py").write_text("import torch\n", encoding="utf-8")
+    (project / "pyproject.toml").write_text("[tool.atenlint]\ntargets = ['mps']\n", encoding="utf-8")
+    paths = [str(project / "model.py")]
+    assert default_jobs(paths, SettingsResolver()) == 1  # not set: one worker for one file
+    (project / "pyproject.toml").write_text("[tool.atenlint]\nworkers = 3\n", encoding="utf-8")
+    assert default_jobs(paths, SettingsResolver()) == 3
+    assert default_jobs([str(project)], SettingsResolver()) == 3
+    (project / "pyproject.toml").write_text("[tool.atenlint]\nworkers = 3\ntargets = ['tpu']\n", encoding="utf-8")
+    assert default_jobs(paths, SettingsResolver()) == 1  # invalid settings: the check says so (ATL010)

@@ -17,6 +17,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from . import settings_schema as schema
 from .factories import parse_reference
+from .python_parse import parse_expression
 from .targets.names import listing as _target_listing
 
 KNOWN_TARGETS = _target_listing()
@@ -55,6 +56,9 @@ class Settings:
     config_path: str | None = None
     project_root: str | None = None
     factories: str | None = schema.initial("factories")  # a file of init_/inputs_/kwargs_<Class> functions
+    # The names the project's table set (a default and a value written down differ for
+    # `workers`: the CLI sizes its pool by the workspace unless the project says).
+    explicit: frozenset[str] = field(default=frozenset(), hash=False)
 
     def with_overrides(self, **overrides: Any) -> Settings:
         present = {k: v for k, v in overrides.items() if v is not None}
@@ -106,7 +110,7 @@ def settings_from_table(table: dict[str, Any], where: str, base: Settings = Sett
         values["modules"] = _parse_modules(values["modules"], where)
     if "factories" in values:
         values["factories"] = _relative_to(values["factories"], where)
-    return dataclasses.replace(base, **values)
+    return dataclasses.replace(base, **values, explicit=base.explicit | frozenset(values))
 
 
 def _parse_modules(modules: dict[str, Any], where: str) -> dict[str, ModuleConfig]:
@@ -153,10 +157,9 @@ def _relative_to(path: str, where: str) -> str:
 
 
 def _check_expression(text: str, where: str) -> None:
-    import ast
 
     try:
-        ast.parse(text, mode="eval")
+        parse_expression(text)
     except SyntaxError as error:
         raise ConfigError(f"{where}: not a Python expression ({error.msg}): {text!r}") from None
 

@@ -17,6 +17,7 @@ import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .python_parse import parse_expression
 from .sourcetext import Position, Range, SourceText
 
 # The worker's sandbox names file kinds the same way; it must import standalone in the
@@ -379,7 +380,7 @@ def _parse_class_directive(body: str) -> tuple[dict[str, str | bool], str | None
                 f"`inputs=<expression>`, `kwargs=<expression>`, `skip`, `ignore[aten::op]` or `skip-file`"
             )
         try:
-            ast.parse(value.strip(), mode="eval")
+            parse_expression(value.strip())
         except SyntaxError as error:
             return {}, f"`{key}=` needs a Python expression ({error.msg}): {value.strip()!r}"
         parsed[key] = value.strip()

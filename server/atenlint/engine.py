@@ -24,6 +24,7 @@ from .finding_data import RelatedPlace
 from .findings import FileError, Finding
 from .fixes import attach_fixes
 from .locate import ExpressionLocator, Located
+from .python_parse import parse_module
 from .script_typing import only_int_for_float
 from .sourcetext import DecodeError, Position, Range, SourceText, decode_source
 from .targets import build_targets
@@ -239,6 +240,12 @@ class Engine:
     @property
     def torch_version(self) -> str:
         return str(self.hello.get("torch", "?"))
+
+    @property
+    def torch_degradations(self) -> list[str]:
+        """What this torch cannot give the analysis (torchcompat's probe at worker start,
+        before any user code: the same on every start), each in words for the user."""
+        return [str(lost.get("message", "")) for lost in self.hello.get("torch_degraded", []) if lost.get("message")]
 
     def targets_for(self, settings: Settings) -> list[Target]:
         key = (
@@ -516,10 +523,9 @@ class Engine:
             ) from None
 
     def _syntax_finding(self, result: FileCapture, source: SourceText) -> Finding:
-        import ast
 
         try:
-            ast.parse(source.text, filename=result.path)
+            parse_module(source.text, filename=result.path)
             message, line0, col = "Python cannot parse this file", 0, 0
         except SyntaxError as error:
             line0 = max((error.lineno or 1) - 1, 0)

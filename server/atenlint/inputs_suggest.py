@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .discover import iter_python_files, outline, read_regular_file
+from .python_parse import parse_expression, parse_module
 from .sourcetext import DecodeError, SourceText, decode_source
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class InputsSuggestion:
 def suggest_inputs(text: str, skip: Iterable[str] = ()) -> list[InputsSuggestion]:
     """A suggestion for every class whose forward signature says what it takes."""
     try:
-        tree = ast.parse(text)
+        tree = parse_module(text)
     except (SyntaxError, ValueError):
         return []
     skipped = set(skip)
@@ -187,7 +188,7 @@ def _value_for(
     hint = parameter.annotation
     if isinstance(hint, ast.Constant) and isinstance(hint.value, str):  # a string annotation
         try:
-            hint = ast.parse(hint.value, mode="eval").body
+            hint = parse_expression(hint.value).body
         except SyntaxError:
             hint = None
     kind, dims = _hint_kind(hint) if hint is not None else (None, None)
@@ -418,7 +419,7 @@ def code_action_edit(text: str, line: int) -> tuple[str, int, str] | None:
     suggestions = suggest_inputs(text, classes_with_inputs(text))
     if not suggestions:
         return None
-    tree = ast.parse(text)
+    tree = parse_module(text)
     headers: dict[str, set[int]] = {}
     for qualname, cls in _classes(tree, ""):
         forward = next(

@@ -199,8 +199,8 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         maximum=_WORKERS_MAX,
         scope="window",
         example="2",
-        project_description="Analysis worker processes. Checked here with the editor's limits, but today only "
-        "the editor's `workers` sizes a pool: the CLI takes `--jobs`.",
+        project_description="Analysis worker processes `atenlint check` starts (`--jobs` overrides it; not set, "
+        "one, or two for a workspace of more than 60 files). In an editor, `atenlint.workers` sizes the pool.",
         description="Analysis worker processes in your interpreter. Each imports torch (about 300 MB); more of "
         "them make **atenlint: Check Workspace** faster on big projects.",
     ),

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol, TypedDict
 
+from .python_parse import parse_module
+
 
 class SpannedNode(Protocol):
     """An `ast` node with a source span (expressions, statements, keywords, arguments)."""
@@ -119,7 +121,7 @@ class SourceText:
     @cached_property
     def tree(self) -> ast.Module | None:
         try:
-            return ast.parse(self.text, filename=self.path)
+            return parse_module(self.text, filename=self.path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             # MemoryError / RecursionError: an expression nested deeper than the parser
             # goes; Python cannot import such a file either.
@@ -129,7 +131,7 @@ class SourceText:
     def parse_problem(self) -> tuple[str, int, int] | None:
         """Why the file does not parse: (message, 0-based line, 0-based column), or None."""
         try:
-            ast.parse(self.text, filename=self.path)
+            parse_module(self.text, filename=self.path)
         except SyntaxError as error:
             return error.msg, max((error.lineno or 1) - 1, 0), max((error.offset or 1) - 1, 0)
         except ValueError as error:  # null bytes

@@ -17,7 +17,6 @@ with the real engine, but a thousand sequences take seconds instead of minutes."
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import threading
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from atenlint.findings import Finding
+from atenlint.python_parse import parse_module
 from atenlint.sourcetext import Position, Range
 
 JUDGED = {
@@ -62,6 +62,7 @@ class _Resolver:
 class FakeEngine:
     torch_version = "fake"
     hello: ClassVar[dict[str, Any]] = {}
+    torch_degradations: ClassVar[list[str]] = []
 
     def __init__(self, delay: float = 0.002, slow_target: str | None = None):
         self.delay = delay
@@ -197,7 +198,7 @@ def _read(path: str) -> str | None:
 
 def _syntax_error(text: str) -> tuple | None:
     try:
-        ast.parse(text)
+        parse_module(text)  # the session's threads parse at once: the locked entry point
     except SyntaxError as error:
         return max((error.lineno or 1) - 1, 0), max((error.offset or 1) - 1, 0), error.msg
     return None

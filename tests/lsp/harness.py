@@ -12,6 +12,7 @@ from collections.abc import Callable
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, default_feature
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKSPACE = os.path.join(HERE, "workspace")
@@ -25,20 +26,45 @@ def copy_workspace(tmp_path) -> str:
     return root
 
 
+def _wake(client: LanguageClient) -> None:
+    """Wake every wait on `client` (`until_published`): something it may wait for arrived."""
+    event = getattr(client, "published", None)
+    if event is not None:
+        event.set()
+        client.published = asyncio.Event()
+
+
+def _woken_by(method: str, record: Callable | None = None) -> None:
+    """pytest-lsp's own handler of `method` for every client, then record and wake.
+    `default_feature` is pytest-lsp's way to replace a handler of the clients it makes."""
+    original = DEFAULT_CLIENT_FEATURES[method]
+
+    @default_feature(method)
+    def handler(client: LanguageClient, params):
+        result = original(client, params)
+        if record is not None and hasattr(client, "events"):
+            record(client, params)
+        _wake(client)
+        return result
+
+
+def _record_publish(client: LanguageClient, params) -> None:
+    client.versions[params.uri] = params.version  # the version each publish was for
+    client.events.append(("publish", params.uri, params.version))
+
+
+_woken_by(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, _record_publish)
+_woken_by(types.WORKSPACE_DIAGNOSTIC_REFRESH)
+_woken_by(types.WINDOW_LOG_MESSAGE)
+
+
 def register_extras(client: LanguageClient) -> None:
     """What real editors answer that pytest-lsp's client does not by default."""
     client.statuses = []
     client.versions = {}
-    client.published = asyncio.Event()  # set (and replaced) at every publish: waits wake on it
-
-    client.protocol.fm.features.pop(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)
-
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def publish(params):  # keeps the version each publish was for
-        client.diagnostics[params.uri] = params.diagnostics
-        client.versions[params.uri] = params.version
-        client.published.set()
-        client.published = asyncio.Event()
+    client.events = []  # ("publish", uri, version) and ("status", state), in arrival order
+    # Set (and replaced) at every publish, status, log message or refresh: waits wake on it.
+    client.published = asyncio.Event()
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def register(params):
@@ -46,7 +72,10 @@ def register_extras(client: LanguageClient) -> None:
 
     @client.feature("atenlint/status")
     def status(params):
-        client.statuses.append(params._asdict() if hasattr(params, "_asdict") else dict(params))
+        status = params._asdict() if hasattr(params, "_asdict") else dict(params)
+        client.statuses.append(status)
+        client.events.append(("status", status.get("state")))
+        _wake(client)
 
 
 async def start(client: LanguageClient, spec: str, root: str, options: dict | None = None) -> None:
@@ -118,8 +147,8 @@ async def diagnostics(client: LanguageClient, uri: str, timeout: float = 90.0) -
 
 
 async def until_published(client: LanguageClient, condition: Callable[[], bool], timeout: float) -> bool:
-    """Wait until `condition()` holds, re-checking it at each publishDiagnostics (no polling);
-    False when `timeout` seconds pass first."""
+    """Wait until `condition()` holds, re-checking it at each publishDiagnostics, status,
+    log message or diagnostic refresh (no polling); False when `timeout` seconds pass first."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -174,4 +203,31 @@ async def published_until(client: LanguageClient, uri: str, predicate, timeout: 
 
     if not await until_published(client, satisfied, timeout):
         raise TimeoutError(f"diagnostics for {uri} never satisfied the condition; last: {client.diagnostics.get(uri)}")
+    return list(client.diagnostics[uri])
+
+
+def is_final_publish(client: LanguageClient, uri: str, version: int, since: int = 0) -> bool:
+    """The last publish for `uri`, among the events from index `since` on, is for `version`
+    and came from a finished check, and no check runs now.
+
+    The server publishes the fast targets' diagnostics while the export targets still run
+    (its status says "busy" then), and the full result after its status went back to
+    "idle". So a publish whose latest preceding status is "idle" is a full result."""
+    last_status = None
+    final = False
+    for index, event in enumerate(client.events):
+        if event[0] == "status":
+            last_status = event[1]
+        elif event[1] == uri and index >= since:
+            final = event[2] == version and last_status == "idle"
+    return final and last_status == "idle"
+
+
+async def final_diagnostics(
+    client: LanguageClient, uri: str, version: int, since: int = 0, timeout: float = 90.0
+) -> list:
+    """The full (not fast-targets-only) push for exactly this document version, published
+    after event index `since` (take `len(client.events)` before the change or save)."""
+    if not await until_published(client, lambda: is_final_publish(client, uri, version, since), timeout):
+        raise TimeoutError(f"no final diagnostics for {uri} version {version}; events: {client.events[-8:]}")
     return list(client.diagnostics[uri])

@@ -31,6 +31,36 @@ def test_project_ignore_edits_the_nearest_pyproject(tmp_path):
     assert rng["start"]["line"] == 1 and text == 'mps = ["aten::mode", "aten::take"]'
 
 
+def test_project_ignore_never_edits_a_pyproject_above_the_workspace(tmp_path):
+    from atenlint.findings import Finding
+
+    (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["onnx"]\n')  # a parent project
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    module = workspace / "m.py"
+    module.write_text(TEXT)
+    finding = Finding(
+        "m.py",
+        Range(Position(5, 15), Position(5, 25)),
+        "warning",
+        "MPS001",
+        "take falls back",
+        target="mps",
+        abs_path=str(module),
+        ops=["aten::take"],
+    )
+    known = [(convert.diagnostic(finding, None, convert.Encoding()), convert.diagnostic_data(finding))]
+
+    def titles(roots):
+        actions = convert.code_actions(
+            module.as_uri(), TEXT, [], ["quickfix"], convert.Encoding(), [], known[0][0].range, known, roots
+        )
+        return [a.title for a in actions if a.title.startswith("Ignore")]
+
+    assert "Ignore aten::take for target mps in this project" in titles(())
+    assert titles([str(workspace)]) == ["Ignore aten::take on this line"]
+
+
 def test_factory_stub_goes_above_the_class_and_its_decorators():
     text = "import torch.nn as nn\n\n\n@register\nclass Net(nn.Module):\n    def __init__(self, dim, depth):\n"
     rng, stub = convert.factory_stub_edit(

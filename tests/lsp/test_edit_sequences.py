@@ -9,7 +9,7 @@ import pathlib
 import threading
 
 import pytest
-from harness import SERVER, WORKSPACE, copy_workspace, open_file, save, start
+from harness import SERVER, WORKSPACE, copy_workspace, final_diagnostics, open_file, save, start
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
@@ -134,23 +134,12 @@ def test_final_diagnostics_match_a_fresh_check(session, engine, operations):
 async def _reopen(client, path, version):
     uri = f"file://{path}"
     client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri)))
+    since = len(client.events)
     open_file(client, path, version=version)
-    await _wait(client, uri, version)
+    await final_diagnostics(client, uri, version, since)
 
 
 async def _save_and_wait(client, uri, version):
-    client.diagnostics.pop(uri, None)
+    since = len(client.events)
     save(client, uri)
-    return await _wait(client, uri, version)
-
-
-async def _wait(client, uri, version, timeout=90):
-    """The publish for exactly this document version (older ones may still arrive)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        published = client.diagnostics.get(uri)
-        if published is not None and client.versions.get(uri) == version:
-            return list(published)
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError("no diagnostics for the final version")
-        await asyncio.sleep(0.02)
+    return await final_diagnostics(client, uri, version, since)

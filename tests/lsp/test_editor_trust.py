@@ -10,7 +10,16 @@ import os
 
 import pytest
 import pytest_lsp
-from harness import SERVER, copy_workspace, diagnostics, open_file, published_until, register_extras, replace_text
+from harness import (
+    SERVER,
+    copy_workspace,
+    diagnostics,
+    open_file,
+    published_until,
+    register_extras,
+    replace_text,
+    until_published,
+)
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -99,10 +108,7 @@ async def test_pulls_never_import_unsaved_text_under_on_save(puller: LanguageCli
     assert imports(puller) == 1
     _write(puller.root, "counted.py", text)
     puller.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
-    for _ in range(400):
-        if imports(puller) >= 2:
-            break
-        await asyncio.sleep(0.05)
+    await until_published(puller, lambda: imports(puller) >= 2, 20)
     await _pull(puller, uri)
     assert imports(puller) == 2  # one import per save
 
@@ -185,20 +191,14 @@ async def test_cancel_request_stops_check_workspace(pusher: LanguageClient):
     future = asyncio.ensure_future(
         pusher.workspace_execute_command_async(types.ExecuteCommandParams(command="atenlint.checkWorkspace"))
     )
-    for _ in range(1500):
-        if any(s.get("workspaceChecks") for s in pusher.statuses):
-            break
-        await asyncio.sleep(0.02)
+    await until_published(pusher, lambda: any(s.get("workspaceChecks") for s in pusher.statuses), 30)
     assert any(s.get("state") == "busy" and s.get("workspaceChecks") for s in pusher.statuses)  # not "idle"
     msg_id = next(reversed(pusher.protocol._request_futures))
     pusher.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
     with pytest.raises(Exception) as raised:
         await asyncio.wait_for(future, 60)
     assert "cancel" in str(raised.value).lower()
-    for _ in range(400):
-        if pusher.statuses and pusher.statuses[-1].get("workspaceChecks") == 0:
-            break
-        await asyncio.sleep(0.02)
+    await until_published(pusher, lambda: bool(pusher.statuses) and pusher.statuses[-1].get("workspaceChecks") == 0, 8)
     assert pusher.statuses[-1]["workspaceChecks"] == 0, [
         (s.get("state"), s.get("workspaceChecks")) for s in pusher.statuses
     ]

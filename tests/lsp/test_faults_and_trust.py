@@ -6,6 +6,7 @@ import os
 
 import pytest
 import pytest_lsp
+from faults import FAULTS
 from harness import SERVER, copy_workspace, diagnostics, open_file, replace_text, save, start
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -22,23 +23,6 @@ def _write(path: str, text: str) -> None:
 
 HEALTHY = _read(os.path.join(os.path.dirname(__file__), "workspace", "model.py"))
 
-# fault -> (the one diagnostic it must give, its module). A fault that must not be mistaken
-# for another blocks forever (an Event nobody sets) instead of sleeping: only the check
-# under test can end it, however slow the machine.
-FAULTS = {
-    "loops": ("ATL005", "import torch.nn as nn\nwhile True:\n    pass\n"),
-    "exits": ("ATL006", "import os\nimport torch.nn as nn\nos._exit(3)\n"),
-    "aborts": (
-        "ATL006",
-        (
-            "import torch\nfrom torch._subclasses.fake_tensor import FakeTensorMode\n"
-            "with FakeTensorMode():\n"
-            "    weight = torch.nn.Parameter(torch.empty(2, 3, device='mps'))\n"
-            "    (weight * 2).sum().backward()\n"
-        ),
-    ),
-    "hogs_memory": ("ATL006", "import threading\nblob = bytearray(4 * 1024 ** 3)\nthreading.Event().wait()\n"),
-}
 # Each faulty file is its own project: only the endless loop gets a short analysis timeout
 # (what it tests); the others get one no slow machine reaches, so a crash or a memory
 # blow-up is never reported as a timeout. The healthy file keeps the workspace's 20 s.

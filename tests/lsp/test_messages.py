@@ -196,3 +196,26 @@ def test_an_antialiased_bicubic_interpolate_has_a_hover_on_both_paths(engine, tm
                 assert markdown.count(verdict.message) <= 1
         plain = convert.hover_markdown(site, engine.torch_version, [], markdown=False)
         assert "`" not in plain and "**" not in plain
+
+
+def test_a_capability_this_torch_lacks_is_said_once_and_stays_in_the_status_item(tmp_path):
+    from fake_engine import FakeEngine
+    from session_support import make_session
+
+    from atenlint.lsp.settings import EditorSettings
+
+    lost = "the TorchScript call walk is unavailable on torch 9.0: calls are located from the source only"
+
+    class OldTorchEngine(FakeEngine):
+        torch_degradations = [lost]  # noqa: RUF012 - the engine's property, as a class value
+
+    async def scenario():
+        session, callbacks = make_session(OldTorchEngine(), EditorSettings(), [str(tmp_path)])
+        session.announce()
+        session.use_engine(session.engine)  # a second start of the same engine says nothing new
+        return session, callbacks
+
+    session, callbacks = asyncio.run(scenario())
+    assert callbacks.shown == [f"atenlint: {lost}"]
+    assert callbacks.statuses[-1]["notes"] == [lost]
+    session.shutdown()

@@ -3,13 +3,12 @@ onType trigger."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pathlib
 
 import pytest
 import pytest_lsp
-from harness import SERVER, copy_workspace, open_file, published_until, register_extras, replace_text
+from harness import SERVER, copy_workspace, open_file, published_until, register_extras, replace_text, until_published
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -59,10 +58,7 @@ async def test_pull_with_result_ids_and_refresh(puller: LanguageClient):
     text = pathlib.Path(puller.root, "model.py").read_text(encoding="utf-8")
     replace_text(puller, uri, text.replace("torch.take(self.proj(x), index)", "self.proj(x)"), 2)
     puller.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
-    for _ in range(600):
-        if puller.diagnostic_refresh_count > refreshes:
-            break
-        await asyncio.sleep(0.05)
+    await until_published(puller, lambda: puller.diagnostic_refresh_count > refreshes, 30)
     assert puller.diagnostic_refresh_count > refreshes  # told to re-pull once the analysis finished
     changed = await puller.text_document_diagnostic_async(
         types.DocumentDiagnosticParams(

@@ -60,4 +60,7 @@ def test_agreement_with_unimplemented_xfaillist():
     data = json.loads(result.stdout)
     disagreements = {row["entry"] for row in data["rows"] if not row["agrees"]}
     assert disagreements <= EXPLAINED, disagreements - EXPLAINED
-    assert data["agree"] >= 41
+    # The list shrinks as MPS gains kernels (61 entries in torch 2.13, 39 in 2.14); most of
+    # it must be judged, or the script compared nothing.
+    assert len(data["rows"]) >= 30
+    assert data["agree"] >= 0.6 * len(data["rows"])

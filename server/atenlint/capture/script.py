@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from .. import torchcompat
+from ..python_parse import parse_module
 from .decompose import UNKNOWN, call_tree, resolve_overload
 from .paths import is_library_file
 
@@ -509,7 +510,7 @@ def _dead_builtin_calls(qualified: str) -> tuple[_HiddenCall, ...]:
         file = inspect.getsourcefile(function) or ""
     except (OSError, TypeError):
         return ()
-    tree = ast.parse(textwrap.dedent("".join(lines)))
+    tree = parse_module(textwrap.dedent("".join(lines)))
     indent = len(lines[0]) - len(lines[0].lstrip())  # what dedent removed
     found = []
     for block_start, block_end, always, statement in _statements_with_blocks(tree.body[0], first):
@@ -580,7 +581,7 @@ def _is_dispatcher_op(jit_name: str) -> bool:
 def _ops_called_by(function: Any) -> tuple[str, ...]:
     """Dispatcher ops a small Python helper calls directly (`torch.embedding_renorm_(...)`)."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        tree = parse_module(textwrap.dedent(inspect.getsource(function)))
     except (OSError, TypeError, SyntaxError):
         return ()
     ops = []

@@ -32,6 +32,7 @@ import torch
 
 from .. import torchcompat
 from ..locate import dotted_name
+from ..python_parse import parse_module
 from ..script_typing import widen_int_literals
 from .decompose import resolve_overload
 from .paths import is_library_file
@@ -506,7 +507,7 @@ class _Project:
                     if path.endswith("__init__.py")
                     else ".".join(p for p in (package, os.path.splitext(os.path.basename(path))[0]) if p)
                 )
-                self._files[path] = _FileAnalysis(path, ast.parse(text, filename=path), self, package, module)
+                self._files[path] = _FileAnalysis(path, parse_module(text, filename=path), self, package, module)
             except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
                 pass
         return self._files[path]
@@ -770,7 +771,7 @@ def static_capture(request: dict[str, Any]) -> dict[str, Any]:
             text = handle.read()
     answer: dict[str, Any] = {"path": path, "module": request["module"], "classes": [], "imported": []}
     try:
-        tree = ast.parse(text, filename=path)
+        tree = parse_module(text, filename=path)
     except SyntaxError:
         return answer  # the parent reports syntax errors itself
     devices = tuple(request.get("devices") or ("cpu",))
@@ -807,7 +808,7 @@ def static_class_from_text(
     roots: list[Any] | None = None,
 ) -> dict[str, Any]:
     """The static capture of one class (the fallback when scripting fails)."""
-    tree = ast.parse(text, filename=path)
+    tree = parse_module(text, filename=path)
     project = _Project(roots or [os.path.dirname(path)], devices, {path: text})
     analysis = _FileAnalysis(os.path.abspath(path), tree, project, module.rpartition(".")[0], module)
     cls = analysis.names.classes.get(qualname.split(".")[-1])

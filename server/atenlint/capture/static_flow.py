@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..python_parse import parse_expression
+
 TENSOR, OTHER = "tensor", "other"
 
 _TENSOR_ANNOTATIONS = {
@@ -379,7 +381,7 @@ def annotation_kind(annotation: ast.AST | None) -> str | None:
         return None
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
-            annotation = ast.parse(annotation.value, mode="eval").body
+            annotation = parse_expression(annotation.value).body
         except SyntaxError:
             return None
     if isinstance(annotation, ast.Constant) and annotation.value is None:

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         for line in add_inputs_to_paths(args.paths, resolver):
             print(line, file=sys.stderr)
     log = stderr_log(args.verbose)
-    jobs = args.jobs or default_jobs(args.paths)
+    jobs = args.jobs or default_jobs(args.paths, resolver)
     worker_settings = WorkerSettings(python=args.python or sys.executable)
     if getattr(args, "no_sandbox", False):
         worker_settings.sandbox = False
@@ -178,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         pool.close()
     report.seconds = time.perf_counter() - started  # what the user waited, worker start included
+    for lost in engine.torch_degradations:  # once per run, not per file: a torch that moved a private API
+        print(f"atenlint: note: {lost}", file=sys.stderr)
     report.findings = once_per_run(report.findings)  # "coremltools is not installed" once, not per class
     if args.write_baseline:
         try:

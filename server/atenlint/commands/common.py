@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
+    from ..config import SettingsResolver
+
     # What `add_subparsers()` returns: each command's `add_parser` adds its parser to it.
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -44,9 +46,25 @@ def stderr_log(verbose: bool) -> Callable[[str], None]:
     return lambda message: None
 
 
-def default_jobs(paths: list[str]) -> int:
-    """A second worker costs a torch import (seconds, hundreds of MB): only worth it for
-    large workspaces, and never more than the machine has cores for."""
+def default_jobs(paths: list[str], resolver: SettingsResolver | None = None) -> int:
+    """Worker processes when `--jobs` is not given: the `workers` a checked project's
+    `[tool.atenlint]` sets (the largest, if they differ), else by the workspace's size. A
+    second worker costs a torch import (seconds, hundreds of MB): only worth it for large
+    workspaces, and never more than the machine has cores for."""
+    from ..config import ConfigError
+
+    configured = []
+    for path in paths:
+        if resolver is None:
+            break
+        try:
+            settings = resolver.for_directory(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+        except ConfigError:
+            continue  # the check reports the invalid settings (ATL010) on the project's files
+        if "workers" in settings.explicit:
+            configured.append(settings.workers)
+    if configured:
+        return max(configured)
     if all(os.path.isfile(p) for p in paths):
         return 1
     count = 0

@@ -19,6 +19,7 @@ from typing import Protocol
 from ..config import ConfigError, Settings, SettingsResolver
 from ..finding_data import Fix
 from ..findings import Finding
+from ..python_parse import parse_module
 from ..sourcetext import SourceText, SpannedNode
 from .callsite import Bound, CallSite, FileContext, call_site, is_pure, parent
 from .catalog import REMEDIES, REWRITES
@@ -385,7 +386,7 @@ def _verified(
     untouched, and a top-level statement parses the same alone as in its file. Imports are
     whole lines inserted between top-level statements."""
     for edit in import_edits:
-        inserted = ast.parse(edit.new_text).body
+        inserted = parse_module(edit.new_text).body
         if len(inserted) != 1 or not isinstance(inserted[0], (ast.Import, ast.ImportFrom)):
             raise _Refused("the import would not be one statement")
     expected_node = parse_value(new_node_text)
@@ -403,7 +404,7 @@ def _verified(
             raise _Refused("an edit would leave the statement it belongs to")
         local = [TextEdit(e.start - span_start, e.end - span_start, e.new_text) for e in attempt]
         try:
-            statements = ast.parse(apply_edits(file.text[span_start:span_end], local)).body
+            statements = parse_module(apply_edits(file.text[span_start:span_end], local)).body
         except (SyntaxError, ValueError):
             continue
         if len(statements) == 1 and ast.dump(statements[0]) == expected:

@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ..locate import dotted_name
+from ..python_parse import parse_expression, parse_module
 from ..sourcetext import Range, SourceText, SpannedNode
 from .edits import LineIndex, Spans, token_spans
 from .imports import Bindings, Scope, canonical, scope_names
@@ -47,7 +48,7 @@ class FileContext:
     @staticmethod
     def build(source: SourceText) -> FileContext | None:
         try:
-            tree = ast.parse(source.text)  # our own copy: edits are verified by mutating it
+            tree = parse_module(source.text)  # our own copy: edits are verified by mutating it
         except (SyntaxError, ValueError):
             return None
         return FileContext(source, tree)
@@ -164,7 +165,7 @@ def _bind_call(file: FileContext, call: ast.Call, signature: Signature, receiver
             start, end = file.offsets(node)
             bound[parameter.name] = Argument(parameter.name, node, file.text[start:end], True, start, end)
         elif parameter.default is not None:
-            node = ast.parse(parameter.default, mode="eval").body
+            node = parse_expression(parameter.default).body
             bound[parameter.name] = Argument(parameter.name, node, parameter.default, False)
         else:
             return None

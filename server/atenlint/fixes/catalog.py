@@ -20,6 +20,17 @@ from __future__ import annotations
 
 from .model import CONFIG, EXPLAIN, SUPPRESS, Condition, Remedy, Rewrite
 
+# The SVD, eigh and eig kernels (each overload the dispatcher and the CPU-fallback warning name).
+_LINALG_DECOMPOSITION_OPS = (
+    "aten::_linalg_svd.U",
+    "aten::_linalg_svd",
+    "aten::linalg_svd",
+    "aten::linalg_svd.U",
+    "aten::_linalg_eigh.eigenvalues",
+    "aten::_linalg_eigh",
+    "aten::linalg_eig",
+    "aten::linalg_eig.out",
+)
 _ROUND_TRIP_WHY = (
     "runs the op on the CPU on purpose: the input goes to the CPU with `.cpu()` and the result "
     "comes back with `.to(<input>.device)`. That is what PYTORCH_ENABLE_MPS_FALLBACK=1 does behind "
@@ -280,18 +291,7 @@ REWRITES: tuple[Rewrite, ...] = (
         id="linalg-cpu-round-trip",
         title="Run it on the CPU explicitly",
         targets=("mps",),
-        ops=(
-            "aten::_linalg_svd.U",
-            "aten::_linalg_svd",
-            "aten::linalg_svd",
-            "aten::linalg_svd.U",
-            "aten::_linalg_eigh.eigenvalues",
-            "aten::_linalg_eigh",
-            "aten::linalg_eig",
-            "aten::linalg_eig.out",
-            "aten::linalg_matrix_exp",
-            "aten::linalg_matrix_exp.out",
-        ),
+        ops=(*_LINALG_DECOMPOSITION_OPS, "aten::linalg_matrix_exp", "aten::linalg_matrix_exp.out"),
         functions=(
             "torch.linalg.svdvals",
             "torch.linalg.eigvalsh",
@@ -317,16 +317,7 @@ REWRITES: tuple[Rewrite, ...] = (
         id="linalg-decomposition-cpu-round-trip",
         title="Run it on the CPU explicitly",
         targets=("mps",),
-        ops=(
-            "aten::_linalg_svd.U",
-            "aten::_linalg_svd",
-            "aten::linalg_svd",
-            "aten::linalg_svd.U",
-            "aten::_linalg_eigh.eigenvalues",
-            "aten::_linalg_eigh",
-            "aten::linalg_eig",
-            "aten::linalg_eig.out",
-        ),
+        ops=_LINALG_DECOMPOSITION_OPS,
         functions=("torch.linalg.svd", "torch.linalg.eigh", "torch.linalg.eig"),
         signature="A, *args, **kwargs",
         wrap={"A": "{A}.cpu()"},

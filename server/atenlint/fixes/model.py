@@ -12,6 +12,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from ..python_parse import parse_module
 from ..versions import satisfies, valid_spec
 
 REWRITE, SUPPRESS, EXPLAIN, CONFIG = "rewrite", "suppress", "explain", "config"
@@ -45,7 +46,7 @@ class Signature:
     @functools.cache
     def parse(text: str) -> Signature:
         source = f"def _({text}): pass"
-        function = ast.parse(source).body[0]
+        function = parse_module(source).body[0]
         assert isinstance(function, ast.FunctionDef)
         spec = function.args
         positional = spec.posonlyargs + spec.args

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..python_parse import parse_expression
 from .model import optional_groups, placeholders
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z_0-9]*)\}")
@@ -94,7 +95,7 @@ def _parse_expression(text: str) -> ast.expr | None:
     try:
         # Parenthesised, so line breaks inside the text are legal wherever it ends up
         # (the caller checks the real context in the file).
-        return ast.parse(f"({text}\n)", mode="eval").body
+        return parse_expression(f"({text}\n)").body
     except SyntaxError:
         return None
 

@@ -240,8 +240,11 @@ def code_actions(
     all_diagnostics_data: Sequence[EchoedData],
     request_range: types.Range | None = None,
     known: Sequence[tuple[types.Diagnostic, EchoedData]] | None = None,
+    workspace_roots: Sequence[str] = (),
 ) -> list[types.CodeAction]:
     """Quick fixes and ignores for the diagnostics of the request, plus fix-all.
+    `workspace_roots` bound the search for the project's settings, as in the session's
+    settings resolver (a pyproject.toml above the workspace is never edited).
 
     `known` is the server's own (diagnostic, data) for the file: a client that does not
     echo `data` (Vim + ALE, and clients that send no diagnostics at all) gets the actions
@@ -252,7 +255,7 @@ def code_actions(
     for diag, data in diagnostics_for_request(diagnostics, request_range, known or []):
         if wants(types.CodeActionKind.QuickFix):
             ranked = _fix_actions(uri, source, diag, data, encoding) + _ignore_actions(
-                uri, source, diag, data, encoding
+                uri, source, diag, data, encoding, workspace_roots
             )
             actions.extend(action for _, action in sorted(ranked, key=lambda pair: _ORDER[pair[0]]))
     if wants(FIX_ALL_KIND) and only and any(k.startswith("source") for k in only):
@@ -364,7 +367,12 @@ def _plain_range(data: Mapping[str, Any]) -> types.Range:
 
 
 def _ignore_actions(
-    uri: str, source: SourceText, diag: types.Diagnostic, data: EchoedData, encoding: Encoding
+    uri: str,
+    source: SourceText,
+    diag: types.Diagnostic,
+    data: EchoedData,
+    encoding: Encoding,
+    workspace_roots: Sequence[str] = (),
 ) -> list[tuple[str, types.CodeAction]]:
     actions = []
     ops = data.get("ops") or []
@@ -384,7 +392,7 @@ def _ignore_actions(
                 ),
             )
         )
-        project_edit = ignore_in_project_edit(data.get("path"), target, ops)
+        project_edit = ignore_in_project_edit(data.get("path"), target, ops, workspace_roots)
         if project_edit is not None:
             pyproject, rng, new_text = project_edit
             actions.append(

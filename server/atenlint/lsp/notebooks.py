@@ -276,7 +276,7 @@ def _ignore_actions(
             ),
         )
     ]
-    project = convert.ignore_in_project_edit(view.path, target, ops)
+    project = convert.ignore_in_project_edit(view.path, target, ops, ls.session.folders)
     if project is not None:
         pyproject, project_range, new_text = project
         actions.append(

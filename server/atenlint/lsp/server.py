@@ -428,6 +428,7 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams) -> list[type
             [data for _, data in known],
             params.range,
             known,
+            ls.session.folders,
         )
         or []
     )

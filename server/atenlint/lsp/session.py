@@ -36,6 +36,10 @@ from ..worker.pool import WorkerFailure, WorkerPool, WorkerSettings
 from .settings import EditorSettings
 
 _CACHE_PER_FILE = 8
+# A dependency modified this close to (or after) a check's start may have changed while the
+# check read it: its result is not cached. The slack covers file systems whose timestamps
+# tick coarsely (HFS+ in whole seconds; ext4 and APFS record nanoseconds).
+_MODIFIED_DURING_CHECK_SLACK_NS = 1_000_000_000
 # What one check found: (findings, call sites, imported files, the fast targets judged).
 Analysed = tuple[list[Finding], list[CallSite], list[str], list[str]]
 
@@ -213,6 +217,15 @@ def content_hash(path: str, overlays: dict[str, str]) -> str | None:
         return None
 
 
+def modified_since(path: str, since_ns: int) -> bool:
+    """Whether the file was modified at or after `since_ns` (wall clock); a file that cannot
+    be stat'ed counts as modified."""
+    try:
+        return os.stat(path).st_mtime_ns >= since_ns
+    except OSError:
+        return True
+
+
 def depends_on(document: Document, changed: set[str]) -> bool:
     """Whether a change to any of `changed` may change the document's result."""
     result = document.result
@@ -334,6 +347,14 @@ class Session:
         )
         return hello
 
+    def _note_torch_degradations(self) -> None:
+        """A capability this torch lacks is said once and stays in the status item."""
+        engine = self.engine
+        fresh = [n for n in (engine.torch_degradations if engine else []) if n not in self.run_notes]
+        self.run_notes.extend(fresh)
+        for note in fresh:
+            self.callbacks.show(f"atenlint: {note}", "warning")
+
     def announce(self) -> None:
         """Tell the client where we are (custom notifications wait for `initialized`)."""
         self._announced = True
@@ -350,6 +371,7 @@ class Session:
             )
             self._status("error")
         else:
+            self._note_torch_degradations()
             self._status("idle")
         if self._ready is not None and not self._ready.done():
             self._ready.set_result(error is None)
@@ -361,6 +383,7 @@ class Session:
         self.engine = engine
         self._ready = None
         self._state = "idle"
+        self._note_torch_degradations()
 
     def shutdown(self) -> None:
         with self._engine_lock:
@@ -747,9 +770,20 @@ class Session:
                 return entry.result
         return None
 
-    def _store(self, path: str, key: tuple[Any, ...], wanted: AnalysisInput, result: DocumentResult) -> None:
+    def _store(
+        self, path: str, key: tuple[Any, ...], wanted: AnalysisInput, result: DocumentResult, started_ns: int
+    ) -> None:
+        """Cache a result with the hashes of the dependencies it read. The hashes are taken
+        now, after the check: a file changed on disk while the check ran, with no
+        notification yet (a watcher's latency, another tool), would be hashed in its new
+        content beside a result of the old one. Such a result is not cached at all."""
         overlays = dict(wanted.overlays)
-        hashes = tuple((p, content_hash(p, overlays)) for p in sorted(set(result.dependencies)))
+        dependencies = sorted(set(result.dependencies))
+        if any(
+            modified_since(p, started_ns - _MODIFIED_DURING_CHECK_SLACK_NS) for p in dependencies if p not in overlays
+        ):
+            return
+        hashes = tuple((p, content_hash(p, overlays)) for p in dependencies)
         entries = self._cache.setdefault(path, collections.deque(maxlen=_CACHE_PER_FILE))
         entries.append(CacheEntry(key, hashes, result))
 
@@ -769,6 +803,7 @@ class Session:
         if cached is not None:
             return dataclasses.replace(cached, version=version, seconds=0.0)
         generation = self._disk_generation
+        started_ns = time.time_ns()
         self._busy += 1
         self._status("busy")
         started = time.perf_counter()
@@ -811,7 +846,7 @@ class Session:
         # Only a result whose inputs cannot have changed under it is reused: none from a check
         # that overlapped a change on disk, failed, or reports a failure that may be transient.
         if not failed and generation == self._disk_generation and not result.reads_unknown_files:
-            self._store(path, key, wanted, result)
+            self._store(path, key, wanted, result, started_ns)
         return result
 
     def _analyse_blocking(
