@@ -157,7 +157,6 @@ def _relative_to(path: str, where: str) -> str:
 
 
 def _check_expression(text: str, where: str) -> None:
-
     try:
         parse_expression(text)
     except SyntaxError as error:

@@ -523,7 +523,6 @@ class Engine:
             ) from None
 
     def _syntax_finding(self, result: FileCapture, source: SourceText) -> Finding:
-
         try:
             parse_module(source.text, filename=result.path)
             message, line0, col = "Python cannot parse this file", 0, 0

@@ -46,7 +46,7 @@ def stderr_log(verbose: bool) -> Callable[[str], None]:
     return lambda message: None
 
 
-def default_jobs(paths: list[str], resolver: SettingsResolver | None = None) -> int:
+def default_jobs(paths: list[str], resolver: SettingsResolver) -> int:
     """Worker processes when `--jobs` is not given: the `workers` a checked project's
     `[tool.atenlint]` sets (the largest, if they differ), else by the workspace's size. A
     second worker costs a torch import (seconds, hundreds of MB): only worth it for large
@@ -55,8 +55,6 @@ def default_jobs(paths: list[str], resolver: SettingsResolver | None = None) -> 
 
     configured = []
     for path in paths:
-        if resolver is None:
-            break
         try:
             settings = resolver.for_directory(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
         except ConfigError:

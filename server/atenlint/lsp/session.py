@@ -20,7 +20,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -347,14 +347,6 @@ class Session:
         )
         return hello
 
-    def _note_torch_degradations(self) -> None:
-        """A capability this torch lacks is said once and stays in the status item."""
-        engine = self.engine
-        fresh = [n for n in (engine.torch_degradations if engine else []) if n not in self.run_notes]
-        self.run_notes.extend(fresh)
-        for note in fresh:
-            self.callbacks.show(f"atenlint: {note}", "warning")
-
     def announce(self) -> None:
         """Tell the client where we are (custom notifications wait for `initialized`)."""
         self._announced = True
@@ -371,8 +363,8 @@ class Session:
             )
             self._status("error")
         else:
-            self._note_torch_degradations()
             self._status("idle")
+            self._note_run_level(self.engine.torch_degradations if self.engine else ())
         if self._ready is not None and not self._ready.done():
             self._ready.set_result(error is None)
 
@@ -383,7 +375,7 @@ class Session:
         self.engine = engine
         self._ready = None
         self._state = "idle"
-        self._note_torch_degradations()
+        self._note_run_level(engine.torch_degradations)
 
     def shutdown(self) -> None:
         with self._engine_lock:
@@ -655,7 +647,7 @@ class Session:
                 waiter.set_result(result)
         if result is None:
             return
-        self._note_run_level(result)
+        self._note_run_level(result.run_notes)
         if self.pull:
             self.callbacks.refresh()
             if is_notebook(document.path):  # clients pull no notebook cells (not tabs): push to each cell
@@ -669,10 +661,11 @@ class Session:
                 other.uri if other else path_uri(path), other.version if other else None, self.findings_for(path)
             )
 
-    def _note_run_level(self, result: DocumentResult | None) -> None:
-        """Run-level notes (a converter that is not installed) are told once, and stay in the
-        status item, instead of sitting on every class of every file."""
-        fresh = [n for n in (result.run_notes if result else ()) if n not in self.run_notes]
+    def _note_run_level(self, notes: Iterable[str]) -> None:
+        """Run-level notes (a converter that is not installed, a capability this torch lacks)
+        are told once, and stay in the status item, instead of sitting on every class of
+        every file."""
+        fresh = [n for n in notes if n not in self.run_notes]
         if not fresh:
             return
         self.run_notes.extend(fresh)
@@ -1058,7 +1051,7 @@ class Session:
         if result.run_notes:
             loop = self._loop
             if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(self._note_run_level, result)
+                loop.call_soon_threadsafe(self._note_run_level, result.run_notes)
 
     # -- status ----------------------------------------------------------
     def workspace_check_started(self) -> None:
