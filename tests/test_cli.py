@@ -55,7 +55,11 @@ def test_text_output_reads_like_a_compiler_and_exits_1(workspace):
     assert result.returncode == 1, result.stderr
     first, summary = result.stdout.strip().splitlines()
     assert re.fullmatch(r".*bad\.py:7:16: warning \[mps\] `torch\.take` reaches `aten::take`.* \(MPS001\)", first)
-    assert summary.startswith("atenlint: 1 warning in 2 files (2 module classes: 2 scripted) for mps on torch ")
+    # Neither class configures inputs: both are traced with inputs inferred from `forward` and
+    # the first layer, and the summary says so.
+    assert summary.startswith(
+        "atenlint: 1 warning in 2 files (2 module classes: 2 traced with inferred inputs) for mps on torch "
+    )
 
 
 def test_clean_file_exits_0(workspace):
@@ -69,6 +73,7 @@ def test_json_contract(workspace):
     data = json.loads(result.stdout)
     assert set(data) == {"atenlint", "torch", "targets", "diagnostics", "errors", "classes"}
     assert data["targets"] == ["mps"]
+    assert (data["classes"]["trace"], data["classes"]["inferred"]) == (1, 1)
     (diagnostic,) = data["diagnostics"]
     assert diagnostic == {
         "path": "bad.py",
@@ -80,7 +85,7 @@ def test_json_contract(workspace):
         "call": "torch.take",
         "module": "bad.Net",
         "modules": ["bad.Net"],
-        "capture": "script",
+        "capture": "trace",
         "message": diagnostic["message"],
         "fixes": diagnostic["fixes"],
     }
@@ -107,7 +112,9 @@ def test_python_dash_m_and_folder_recursion(workspace):
         (["check", "missing.py"], "no such file or directory: missing.py"),
         (["check", ".", "--target", "tpu"], "unknown target 'tpu'"),
         (["check", ".", "--config", "nope.toml"], "--config: no such file"),
-        (["check", ".", "--timeout", "0"], "--timeout: must be a positive number"),
+        (["check", ".", "--timeout", "0"], "--timeout must be a positive number"),
+        (["check", ".", "--timeout", "nan"], "--timeout must be a positive number"),
+        (["check", ".", "--timeout", "1e300"], "--timeout must be a positive number"),
         (["check"], "the following arguments are required: PATH"),
         ([], ""),
     ],
@@ -178,3 +185,13 @@ def test_the_projects_workers_size_the_cli_pool_unless_jobs_is_given(tmp_path):
     assert default_jobs([str(project)], SettingsResolver()) == 3
     (project / "pyproject.toml").write_text("[tool.atenlint]\nworkers = 3\ntargets = ['tpu']\n", encoding="utf-8")
     assert default_jobs(paths, SettingsResolver()) == 1  # invalid settings: the check says so (ATL010)
+
+
+def test_worker_count_is_capped_by_the_machine(tmp_path):
+    """`--jobs 100000` (or a cloned project's `workers = 64`) starts no more workers than the
+    machine has cores and memory for, and says so once."""
+    (tmp_path / "pyproject.toml").write_text("[tool.atenlint]\nworkers = 64\n")
+    (tmp_path / "net.py").write_text(CLEAN)
+    result = atenlint("check", "net.py", "--no-exec", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "atenlint: " in result.stderr and "worker" in result.stderr

@@ -46,7 +46,7 @@ def test_a_message_and_path_with_special_characters_round_trip(tmp_path):
         Range(Position(2, 4), Position(2, 9)),
         "information",
         "MPS001",
-        "line one\nline two: 50% of `a, b`",
+        "line one: 50% of `a, b`\nline two, quoted from an exception",
         target="mps",
         abs_path=str(path),
     )
@@ -61,7 +61,8 @@ def test_a_message_and_path_with_special_characters_round_trip(tmp_path):
         "endLine": "3",
         "endColumn": "10",
         "title": "atenlint MPS001",
-        "message": "[mps] line one\nline two: 50% of `a, b`",
+        # Only the first line: more lines are text quoted from analysed code (formats/redact.py).
+        "message": "[mps] line one: 50% of `a, b` …",
     }
 
 

@@ -208,3 +208,31 @@ def test_an_internal_failure_exits_3_without_a_traceback(monkeypatch, capsys, tm
     assert cli.main(["check", str(tmp_path / "m.py")]) == EXIT_INTERNAL
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: simulated failure inside atenlint" in err and "Traceback" not in err
+
+
+def test_fix_never_edits_through_a_link_nor_a_read_only_or_hard_linked_file(tmp_path):
+    """`--fix` on files it must not rewrite: each is left byte for byte and named with why."""
+    (tmp_path / ".git").mkdir()
+    elsewhere = tmp_path.parent / f"{tmp_path.name}_elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "real.py").write_text(GOOD)
+    os.symlink(elsewhere / "real.py", tmp_path / "link.py")
+    (tmp_path / "read_only.py").write_text(GOOD)
+    os.chmod(tmp_path / "read_only.py", 0o444)
+    (tmp_path / "linked.py").write_text(GOOD)
+    os.link(tmp_path / "linked.py", elsewhere / "other_name.py")
+    run = subprocess.run(
+        [ATENLINT, "check", "--no-exec", "--fix", "link.py", "read_only.py", "linked.py"],
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "applied 0 fixes" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "link.py:13:16: not fixed `torch.take`: a symbolic link" in run.stdout
+    assert "read_only.py:13:16: not fixed `torch.take`: read-only" in run.stdout
+    assert "linked.py:13:16: not fixed `torch.take`: has 2 hard links" in run.stdout
+    for path in (elsewhere / "real.py", tmp_path / "read_only.py", tmp_path / "linked.py"):
+        assert path.read_text() == GOOD
+    assert os.path.islink(tmp_path / "link.py")

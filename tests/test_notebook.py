@@ -9,6 +9,7 @@ import pathlib
 import pytest
 
 from atenlint.config import SettingsResolver
+from atenlint.findings import Finding
 from atenlint.fixes.apply import fix_until_clean
 from atenlint.notebook import (
     Cell,
@@ -17,6 +18,7 @@ from atenlint.notebook import (
     build_module,
     module_name_for,
     parse_notebook,
+    place_in_cells,
     python_cell_lines,
 )
 from atenlint.output import finding_json, report_text
@@ -256,3 +258,91 @@ def test_fix_edits_the_cell_source_and_nothing_else(engine, resolver, tmp_path):
     assert after["cells"][:2] == before["cells"][:2] and after["metadata"] == before["metadata"]
     assert pathlib.Path(path).read_text(encoding="utf-8").startswith('{\n "cells": [\n  {\n')  # Jupyter's layout kept
     assert os.path.getsize(path) > 0
+
+
+# -- where a fix's import goes (issue 19 item 5) ------------------------------------------
+
+
+def _module_finding(module, line: int, edits: list[dict]) -> Finding:
+    rng = Range(Position(line, 15), Position(line, 33))
+    fix = {"id": "f", "title": "t", "kind": "rewrite", "exact": True, "edits": edits}
+    return Finding("nb.ipynb", rng, "warning", "MPS001", "m", target="mps", abs_path="/nb.ipynb", fixes=[fix])
+
+
+def _import_at_top(module) -> dict:
+    """The import edit the module-level fix code makes when the module has no import."""
+    return {"range": Range(Position(0, 0), Position(0, 0)).as_json(), "newText": "import math\n"}
+
+
+def test_an_added_import_goes_in_the_fixed_cell_not_an_unrelated_one():
+    cells = [Cell(0, "code", "x = 1 + 1\n"), Cell(1, "markdown", "m"), Cell(2, "code", "y = 2\nz = f(y)\n")]
+    module = build_module(cells)
+    line = module.to_module(2, Position(1, 0)).line
+    call = {"range": Range(Position(line, 4), Position(line, 8)).as_json(), "newText": "math.f(y)"}
+    [finding] = place_in_cells(
+        [_module_finding(module, line, [_import_at_top(module), call])], "/nb.ipynb", module, None
+    )
+    edits = finding.fixes[0]["edits"]
+    assert [e["cell"] for e in edits] == [2, 2]
+    assert (
+        edits[0]["range"] == Range(Position(0, 0), Position(0, 0)).as_json() and edits[0]["newText"] == "import math\n"
+    )
+
+
+def test_an_added_import_joins_an_earlier_imports_cell_after_its_imports():
+    cells = [
+        Cell(0, "code", "x = 1 + 1\n"),
+        Cell(1, "code", '"""Setup."""\nimport torch\n%matplotlib inline\nimport numpy as np\nseed = 0'),
+        Cell(2, "code", "y = f(2)\n"),
+    ]
+    module = build_module(cells)
+    line = module.to_module(2, Position(0, 0)).line
+    call = {"range": Range(Position(line, 4), Position(line, 8)).as_json(), "newText": "math.f(2)"}
+    [finding] = place_in_cells(
+        [_module_finding(module, line, [_import_at_top(module), call])], "/nb.ipynb", module, None
+    )
+    first = finding.fixes[0]["edits"][0]
+    assert first["cell"] == 1 and first["newText"] == "import math\n"
+    # After the cell's leading imports, as in a file (the magic, inert, ends them).
+    assert first["range"]["start"] == {"line": 2, "character": 0}
+
+
+def test_an_imports_cell_after_the_fixed_cell_is_not_used():
+    cells = [Cell(0, "code", "y = f(2)"), Cell(1, "code", "import torch\n")]
+    module = build_module(cells)
+    call = {"range": Range(Position(0, 4), Position(0, 8)).as_json(), "newText": "math.f(2)"}
+    [finding] = place_in_cells([_module_finding(module, 0, [_import_at_top(module), call])], "/nb.ipynb", module, None)
+    assert [e["cell"] for e in finding.fixes[0]["edits"]] == [0, 0]
+
+
+def test_a_notebook_remedy_imports_in_its_cell_and_silencing_comes_last(engine, resolver, tmp_path):
+    path = write(
+        tmp_path,
+        "nb.ipynb",
+        notebook(
+            ("code", "x = 1 + 1\n"), ("code", ["import torch\n", "import torch.nn as nn\n"]), ("code", MODEL_CELL)
+        ),
+    )
+    report = engine.check_paths([path], execute=False)
+    [finding] = [f for f in report.findings if f.code == "MPS001" and f.target == "mps"]
+    kinds = [fix["kind"] for fix in finding.fixes]
+    assert kinds.count("suppress") == 1 and kinds[-1] == "suppress" and len(kinds) > 1
+    silence = next(fix for fix in finding.fixes if fix["kind"] == "suppress")
+    imports = [e for e in silence["edits"] if e["newText"].strip() == "import warnings"]
+    assert imports and all(e["cell"] == 1 for e in imports)  # the imports cell, never `x = 1 + 1`
+
+
+def test_odd_json_is_checked_and_fixed_without_touching_anything_else(engine, resolver, tmp_path):
+    """`1e400` stays `1e400` (json would write `Infinity`, which is not JSON) and a lone
+    `\\ud83d` escape neither aborts the run nor is lost."""
+    text = notebook(
+        ("code", ["import torch\n", "import torch.nn as nn\n", "label = 'x'  # \ud83d\n"]), ("code", MODEL_CELL)
+    )
+    text = text.replace('"execution_count": null', '"execution_count": null, "metadata_number": 1e400', 1)
+    text = text.replace("\ud83d", "\\ud83d")
+    assert "\\ud83d" in text and "1e400" in text
+    path = write(tmp_path, "odd.ipynb", text)
+    _, fixed = fix_until_clean(lambda: engine.check_paths([path], execute=False), False, allowed_roots=[path])
+    assert [a.fix_id for a in fixed.applied] == ["take-flat-index"] and fixed.skipped == []
+    after = pathlib.Path(path).read_text(encoding="utf-8")
+    assert after == text.replace("torch.take(self.proj(x), index)", "self.proj(x).reshape(-1)[index]")

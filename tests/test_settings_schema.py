@@ -230,3 +230,40 @@ def test_every_setting_is_documented():
             assert f"`{spec.pyproject_key}`" in doc, spec.pyproject_key
         if spec.editor_key is not None and (spec.in_vscode or spec.in_server):
             assert f"`{spec.editor_key}`" in doc or f"`atenlint.{spec.editor_key}`" in doc, spec.editor_key
+
+
+# -- numbers given on the command line, and the worker cap (issue 21) ---------------------
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), -1.0, 0.0, 1e12])
+def test_a_timeout_that_is_no_limit_is_refused_with_what_it_must_be(value):
+    with pytest.raises(schema.SettingError) as error:
+        schema.checked_number("timeout", value, "--timeout")
+    assert str(error.value) == "--timeout must be a positive number of seconds (at most 86400)"
+
+
+def test_a_sensible_timeout_passes_as_a_float():
+    assert schema.checked_number("timeout", 5, "--timeout") == 5.0
+
+
+@pytest.mark.parametrize("table", [{"timeout": float("nan")}, {"workers": 100_000}, {"workers": 0}])
+def test_a_project_cannot_set_what_the_command_line_cannot(table):
+    with pytest.raises(ConfigError):
+        settings_from_table(table, "pyproject.toml")
+
+
+def test_workers_are_capped_by_cores_and_by_memory():
+    plenty = 64 * schema.WORKER_BYTES
+    assert schema.cap_workers(2, schema.MachineCapacity(4, plenty)) == schema.WorkerCount(2, None)
+    by_cores = schema.cap_workers(64, schema.MachineCapacity(4, plenty))
+    assert by_cores.workers == 4 and "64 workers asked for" in (by_cores.note or "") and "4 cores" in by_cores.note
+    by_memory = schema.cap_workers(100_000, schema.MachineCapacity(32, 3 * schema.WORKER_BYTES + 1))
+    assert by_memory.workers == 3 and "starting 3" in (by_memory.note or "")
+    assert schema.cap_workers(8, schema.MachineCapacity(8, 0)).workers == 1  # always one
+    assert schema.cap_workers(8, schema.MachineCapacity(2, None)).workers == 2  # memory unknown: cores decide
+
+
+def test_this_machine_is_measured():
+    machine = schema.machine_capacity()
+    assert machine.cores >= 1 and (machine.available_bytes is None or machine.available_bytes > 0)
+    assert 1 <= schema.cap_workers(10_000, machine).workers <= machine.cores

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from . import __version__
+from .bounded_read import read_regular_file
 from .findings import Finding
 from .sourcetext import DecodeError, SourceText, decode_source
 
@@ -71,8 +72,7 @@ class SourceLookup:
         path = os.path.abspath(finding.abs_path or finding.path)
         if path not in self._sources:
             try:
-                with open(path, "rb") as handle:
-                    self._sources[path] = SourceText(decode_source(handle.read()), path)
+                self._sources[path] = SourceText(decode_source(read_regular_file(path)), path)
             except (OSError, DecodeError, ValueError):
                 self._sources[path] = None
         source = self._sources[path]
@@ -149,12 +149,16 @@ def write_baseline(
     return sum(e["count"] for e in entries.values())
 
 
+BASELINE_LIMIT = 64 << 20
+
+
 def read_baseline(path: str) -> Baseline:
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
+        # A baseline is a list of keys: 64 MiB holds millions. `--baseline /dev/zero` or a
+        # FIFO is refused here instead of being read without end.
+        document = json.loads(read_regular_file(path, BASELINE_LIMIT).decode("utf-8"))
     except OSError as error:
-        raise BaselineError(f"cannot read the baseline {path}: {error.strerror}") from None
+        raise BaselineError(f"cannot read the baseline {path}: {error.strerror or error}") from None
     except ValueError as error:
         raise BaselineError(f"the baseline {path} is not valid JSON: {error}") from None
     if (

@@ -16,6 +16,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from . import settings_schema as schema
+from .bounded_read import NotRegularFile, read_regular_file
 from .factories import parse_reference
 from .python_parse import parse_expression
 from .targets.names import listing as _target_listing
@@ -45,6 +46,7 @@ class Settings:
     targets: tuple[str, ...] = schema.initial("targets")
     timeout: float = schema.initial("timeout")
     mps_fallback: bool = schema.initial("mps_fallback")
+    infer_inputs: bool = schema.initial("infer_inputs")
     onnx_exporter: str | None = schema.initial("onnx_exporter")  # None: torch.onnx.export's default
     coreml_frontend: str = schema.initial("coreml_frontend")
     workers: int = schema.initial("workers")
@@ -70,6 +72,7 @@ class Settings:
             (
                 self.targets,
                 self.mps_fallback,
+                self.infer_inputs,
                 self.onnx_exporter,
                 self.coreml_frontend,
                 sorted((k, repr(v)) for k, v in self.modules.items()),
@@ -168,8 +171,6 @@ _MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 def _read_toml(path: str) -> dict[str, Any]:
     """A TOML file, read only if it is a regular file of sensible size; any problem is a ConfigError."""
-    from .discover import NotRegularFile, read_regular_file
-
     try:
         data = read_regular_file(path, _MAX_CONFIG_BYTES)
     except NotRegularFile as problem:

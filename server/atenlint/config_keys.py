@@ -10,24 +10,20 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from . import findings as codes
+from .bounded_read import read_regular_file
+from .captured import FileCapture
+from .config import Settings
+from .discover import import_location, import_names
 from .findings import Finding
 from .sourcetext import Position, Range
-
-if TYPE_CHECKING:
-    from .config import Settings
-    from .engine import FileCapture
 
 
 def unknown_module_keys(captures: Iterable[FileCapture], display: Callable[[str], str]) -> list[Finding]:
     """One warning per configured key that matches no class, placed on the key's line
     in the configuration file. A key for a module the check did not look at is left
     alone unless no file of the project could be that module."""
-    from .discover import import_location
-    from .engine import import_names
-
     known: set[str] = set()
     checked_modules: set[str] = set()
     by_config: dict[str, Settings] = {}
@@ -48,8 +44,11 @@ def unknown_module_keys(captures: Iterable[FileCapture], display: Callable[[str]
             if key in known:
                 continue
             module = _checked_prefix(key, checked_modules)
-            if module is None and _project_has_module(key, settings.project_root or os.path.dirname(config_path)):
-                continue  # a class of a file this run did not check
+            root = settings.project_root or os.path.dirname(config_path)
+            if _project_has_module(key, root, module):
+                # A class of a file this check did not look at (with `module`, one below
+                # it: `models.encoder.Encoder` when only `models/__init__.py` was checked).
+                continue
             nearest = _nearest(key, known, module)
             message = f'[tool.atenlint.modules."{key}"] names no module class'
             message += f': did you mean "{nearest}"?' if nearest else " atenlint found; it is ignored"
@@ -78,12 +77,14 @@ def _checked_prefix(key: str, modules: set[str]) -> str | None:
     return None
 
 
-def _project_has_module(key: str, root: str | None) -> bool:
+def _project_has_module(key: str, root: str | None, below: str | None = None) -> bool:
+    """A file of the project could be the module of `key` (one deeper than `below`, if given)."""
     if not root:
         return False
     parts = key.split(".")
+    shortest = len(below.split(".")) + 1 if below else 1
     for base in (root, os.path.join(root, "src")):
-        for end in range(len(parts) - 1, 0, -1):
+        for end in range(len(parts) - 1, shortest - 1, -1):
             relative = os.path.join(base, *parts[:end])
             if os.path.isfile(relative + ".py") or os.path.isfile(os.path.join(relative, "__init__.py")):
                 return True
@@ -101,12 +102,16 @@ def _nearest(key: str, known: set[str], module: str | None) -> str | None:
     return same_class[0] if same_class else None
 
 
+# A pyproject.toml is kilobytes; the bound only keeps a FIFO or a device from hanging the read.
+CONFIG_LIMIT = 16 << 20
+
+
 def _key_line(path: str, key: str) -> int:
     try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle):
-                if key in line:
-                    return number
+        lines = read_regular_file(path, CONFIG_LIMIT).decode("utf-8", errors="replace").splitlines()
     except OSError:
-        pass
+        return 0
+    for number, line in enumerate(lines):
+        if key in line:
+            return number
     return 0

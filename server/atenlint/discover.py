@@ -17,12 +17,13 @@ import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+# Reading files is shared with the CLI, the server and the fixes (bounded_read.py); older
+# callers import the two names from here.
+from .bounded_read import NotRegularFile, file_kind, read_regular_file
 from .python_parse import parse_expression
 from .sourcetext import Position, Range, SourceText
 
-# The worker's sandbox names file kinds the same way; it must import standalone in the
-# worker, so the one definition lives there.
-from .worker.sandbox import file_kind
+__all__ = ["NotRegularFile", "read_regular_file"]  # re-exported; the rest is defined here
 
 SKIPPED_DIRS = {
     ".git",
@@ -103,7 +104,7 @@ def iter_python_files(
                 kept = []
                 for d in sorted(dirs):
                     full = os.path.join(root, d)
-                    if d in SKIPPED_DIRS or d.endswith(".egg-info") or is_virtualenv(full) or _excluded(full, patterns):
+                    if d in SKIPPED_DIRS or d.endswith(".egg-info") or is_virtualenv(full) or excluded(full, patterns):
                         continue
                     if os.path.islink(full):
                         if _inside(os.path.realpath(full), boundary):
@@ -120,7 +121,7 @@ def iter_python_files(
                 dirs[:] = kept
                 for name in sorted(names):
                     full = os.path.join(root, name)
-                    if not name.endswith(suffixes) or _excluded(full, patterns):
+                    if not name.endswith(suffixes) or excluded(full, patterns):
                         continue
                     problem = _not_checkable(full, boundary)
                     if problem:
@@ -158,7 +159,7 @@ def _linked_folder(folder: str, suffixes: tuple[str, ...], patterns: tuple[str, 
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not os.path.islink(os.path.join(root, d)))
         for name in sorted(names):
             full = os.path.join(root, name)
-            if name.endswith(suffixes) and not _excluded(full, patterns) and not _not_checkable(full, boundary):
+            if name.endswith(suffixes) and not excluded(full, patterns) and not _not_checkable(full, boundary):
                 found.append(full)
     return found
 
@@ -179,49 +180,7 @@ def _not_checkable(path: str, boundary: str | None) -> str | None:
     return None
 
 
-class NotRegularFile(OSError):
-    """A path that is not a regular file, or is larger than allowed: never read."""
-
-    def __init__(self, message: str, too_large: bool = False, size: int = 0):
-        super().__init__(message)
-        self.message, self.too_large, self.size = message, too_large, size
-
-
-def read_regular_file(path: str, limit: int | None = None) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes, checked before reading.
-
-    Opened non-blocking (a FIFO swapped in after a stat cannot hang the open), then
-    checked on the open descriptor (no race with a rename), and read up to the limit
-    only (a file that grows while it is read is cut off, not read without end)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    descriptor = os.open(path, flags)
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(f"not a regular file ({file_kind(info.st_mode)}); atenlint reads regular files only")
-        if limit is not None and info.st_size > limit:
-            raise NotRegularFile(
-                f"{info.st_size} bytes, over the {limit}-byte limit", too_large=True, size=info.st_size
-            )
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(descriptor, True)
-        chunks, total = [], 0
-        cap = (limit if limit is not None else info.st_size) + 1
-        while total < cap:
-            chunk = os.read(descriptor, min(1 << 20, cap - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        data = b"".join(chunks)
-        if limit is not None and len(data) > limit:
-            raise NotRegularFile(f"over the {limit}-byte limit", too_large=True, size=len(data))
-        return data
-    finally:
-        os.close(descriptor)
-
-
-def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
+def excluded(path: str, patterns: tuple[str, ...]) -> bool:
     normalized = path.replace(os.sep, "/")
     return any(fnmatch.fnmatch(normalized, p) or fnmatch.fnmatch(os.path.basename(path), p) for p in patterns)
 
@@ -409,3 +368,27 @@ def _split_top_level(text: str, separator: str) -> list[str]:
         current.append(char)
     parts.append("".join(current))
     return parts
+
+
+def import_names(path: str, module_name: str, project_root: str | None) -> list[str]:
+    """The dotted names a file can be imported by, the one users write first: below the
+    project root (or its src/) through folders without __init__.py (namespace packages,
+    like stable-diffusion's `ldm/`), and the name its __init__.py chain gives."""
+    names = []
+    if project_root:
+        for root in (os.path.join(project_root, "src"), project_root):
+            relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+            if relative.startswith(os.pardir) or not relative.endswith(".py"):
+                continue
+            parts = relative[:-3].split(os.sep)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if parts and all(p.isidentifier() for p in parts):
+                names.append(".".join(parts))
+                break
+    if module_name not in names:
+        # The __init__.py chain's name is what imports use when it starts at the root.
+        names.append(module_name)
+    if len(names) > 1 and os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(path)), "__init__.py")):
+        names.reverse()  # a regular package: imported by its __init__.py chain's name
+    return names

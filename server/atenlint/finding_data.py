@@ -36,7 +36,7 @@ _ClassKeys = TypedDict("_ClassKeys", {"class": str}, total=False)
 
 
 class FindingData(_ClassKeys, total=False):
-    # Target findings (one user call site, one target): engine._site_finding.
+    # Target findings (one user call site, one target): judging.Judge._site_finding.
     reached: list[str]  # every overload the call reached, before the target's judgement
     kinds: dict[str, str]  # op -> the target's problem kind ("fallback", "forced", ...)
     args: dict[str, Any]  # the call's constant arguments, as captured (fix conditions read them)
@@ -55,6 +55,9 @@ class FindingData(_ClassKeys, total=False):
     # ATL002: the import that failed.
     package: str | None
     site: Site | None
+    # ATL002, ATL011: text the analysed code controls (its exception's message) quoted in the
+    # message; machine formats cut it to a headline (formats/redact.py).
+    untrusted_text: list[str]
     # Set after analysis.
     text_sha256: str  # the text the fixes were computed on (a fix applies only to that text)
     notebook: NotebookPlace  # the finding lies in a notebook cell

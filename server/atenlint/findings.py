@@ -117,17 +117,6 @@ class FileError:
         return {"path": self.path, "message": self.message}
 
 
-def dedupe(findings: list[Finding]) -> list[Finding]:
-    merged: dict[tuple[str, Range, str | None, str], Finding] = {}
-    for finding in findings:
-        key = finding.identity()
-        if key in merged:
-            merged[key].merge(finding)
-        else:
-            merged[key] = finding
-    return sorted(merged.values(), key=Finding.sort_key)
-
-
 def once_per_run(findings: list[Finding]) -> list[Finding]:
     """The first of each run-level note (same code and words), the other findings as they are."""
     seen: set[tuple[str, str]] = set()

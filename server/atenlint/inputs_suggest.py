@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .discover import iter_python_files, outline, read_regular_file
+from .discover import import_location, import_names, iter_python_files, outline, read_regular_file
 from .python_parse import parse_expression, parse_module
 from .sourcetext import DecodeError, SourceText, decode_source
 
@@ -136,7 +136,7 @@ def _suggest(qualname: str, cls: ast.ClassDef, forward: FunctionNode, text: str)
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults))
     defaults += arguments.defaults
     layers = _layers(cls)
-    docs = _documented_shapes(ast.get_docstring(forward) or "", ast.get_docstring(cls) or "")
+    docs = documented_shapes(ast.get_docstring(forward) or "", ast.get_docstring(cls) or "")
     values: list[str] = []
     guessed = False
     for parameter, default in zip(positional, defaults):
@@ -185,13 +185,7 @@ def _value_for(
     when nothing says what it is."""
     if default is not None and _is_tensor_call(default):
         return ast.unparse(default), False
-    hint = parameter.annotation
-    if isinstance(hint, ast.Constant) and isinstance(hint.value, str):  # a string annotation
-        try:
-            hint = parse_expression(hint.value).body
-        except SyntaxError:
-            hint = None
-    kind, dims = _hint_kind(hint) if hint is not None else (None, None)
+    kind, dims = annotation_kind(parameter.annotation)
     if kind in ("int", "float", "bool", "optional", "other") and default is not None:
         return None, False
     if kind == "int":
@@ -206,7 +200,7 @@ def _value_for(
         return (None, False) if default is not None else None
     name = parameter.arg
     documented = dims or docs.get(name)
-    rank = len(documented) if documented else _unpacked_rank(forward, name)
+    rank = len(documented) if documented else unpacked_rank(forward, name)
     layer = _first_layer(forward, name, layers)
     if layer is not None and layer[0] == "Embedding":
         kind = "int_tensor"
@@ -220,7 +214,18 @@ def _value_for(
     return f"torch.randn({', '.join(map(str, shape))})", guessed
 
 
-def _hint_kind(hint: ast.expr) -> tuple[str | None, list[str] | None]:
+def annotation_kind(hint: ast.expr | None) -> tuple[str | None, list[str] | None]:
+    """What a parameter's annotation (perhaps a string) says it is: "tensor", "int_tensor",
+    "int", "float", "bool", "optional", "other", or None without one; with jaxtyping dims."""
+    if isinstance(hint, ast.Constant) and isinstance(hint.value, str):  # a string annotation
+        try:
+            hint = parse_expression(hint.value).body
+        except SyntaxError:
+            return None, None
+    return hint_kind(hint) if hint is not None else (None, None)
+
+
+def hint_kind(hint: ast.expr) -> tuple[str | None, list[str] | None]:
     text = ast.unparse(hint).replace(" ", "")
     if text in _TENSOR_HINTS:
         return "tensor", None
@@ -264,7 +269,7 @@ def _is_tensor_call(node: ast.AST) -> bool:
 _DOC_SHAPE_RE = re.compile(r"^\s*`?(?P<name>\w+)`?\s*(?:\([^)]*\))?\s*[:\-]\s*.*?[\(\[](?P<dims>[\w\s,*]+)[\)\]]")
 
 
-def _documented_shapes(*docstrings: str) -> dict[str, list[str]]:
+def documented_shapes(*docstrings: str) -> dict[str, list[str]]:
     """`x: (B, C, H, W)` or `x (Tensor): shape [batch, seq, dim]` lines -> {"x": dims}."""
     found: dict[str, list[str]] = {}
     for docstring in docstrings:
@@ -278,7 +283,7 @@ def _documented_shapes(*docstrings: str) -> dict[str, list[str]]:
     return found
 
 
-def _unpacked_rank(forward: FunctionNode, name: str) -> int | None:
+def unpacked_rank(forward: FunctionNode, name: str) -> int | None:
     """`b, c, h, w = x.shape` (or `x.size()`) in forward says x has 4 dimensions."""
     for node in ast.walk(forward):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
@@ -473,11 +478,7 @@ def _configured(path: str, resolver: SettingsResolver | None) -> set[str]:
         settings = resolver.for_file(path)
     except Exception:  # noqa: BLE001 - a bad config is reported by the check itself
         return set()
-    from .discover import import_location
-
     module_name, _ = import_location(path, settings.project_root)
-    from .engine import import_names
-
     names = import_names(path, module_name, settings.project_root)
     out = set()
     for key, config in settings.modules.items():

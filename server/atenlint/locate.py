@@ -12,7 +12,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .ast_names import dotted_name
 from .sourcetext import Position, Range, SourceText
+
+__all__ = ["dotted_name"]  # capture/static.py imports it from here until it uses ast_names.py
 
 _OPERATOR_SYMBOLS = {
     ast.Add: "+",
@@ -48,18 +51,6 @@ class Located:
     range: Range
     call: str
     node: ast.AST | None = None
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    """`torch.linalg.svdvals` for a pure Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def call_label(node: ast.AST, source: SourceText) -> str:
@@ -154,12 +145,6 @@ class ExpressionLocator:
         text = self.source.line_text(line0)
         start = self.source.utf16_from_byte(line0, col)
         return Range(Position(line0, start), Position(line0, self.source.utf16_from_char(line0, len(text))))
-
-    def enclosing_call(self, line: int, col: int) -> ast.Call | None:
-        for node in self._by_start.get((line, col), []):
-            if isinstance(node, ast.Call):
-                return node
-        return None
 
 
 # The Python operators an aten op name is spelled as in source.

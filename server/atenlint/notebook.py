@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .bounded_read import NotRegularFile, read_regular_file
+from .python_parse import parse_module
 from .sourcetext import Position, Range, utf16_length
 
 if TYPE_CHECKING:
@@ -128,8 +130,6 @@ def read_notebook(path: str, limit: int | None = None) -> list[Cell]:
 
 def read_notebook_bytes(path: str, limit: int | None = None) -> bytes:
     """A regular file's bytes (never a FIFO or a device), at most `limit` of them."""
-    from .discover import NotRegularFile, read_regular_file
-
     try:
         return read_regular_file(path, limit)
     except NotRegularFile as problem:
@@ -165,11 +165,22 @@ def parse_notebook(data: bytes) -> list[Cell]:
             source = "".join(source)
         elif not isinstance(source, str):
             raise NotebookError(f"cell {index + 1}: `source` must be a string or a list of strings")
+        source = without_lone_surrogates(source)
         metadata = cell.get("metadata")
         vscode = metadata.get("vscode") if isinstance(metadata, dict) else None
         cell_language = str((vscode.get("languageId") if isinstance(vscode, dict) else None) or language)
         out.append(Cell(index, str(cell.get("cell_type", "code")), source, cell_language))
     return out
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (JSON allows the escape `\\ud83d` alone; it is not
+    text, and cannot be encoded, hashed or sent) made U+FFFD: one code point and one UTF-16
+    unit each, so every position in the cell stays where it was."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def notebook_language(metadata: object) -> str:
@@ -446,10 +457,12 @@ class FilePositions:
         self.line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(raw)]
         self.cells: dict[int, list[int]] = {}  # cell -> raw offset of each decoded source character
         self.ends: dict[int, int] = {}  # cell -> raw offset just after its last source string
+        self.source_spans: dict[int, tuple[int, int]] = {}  # cell -> raw span of its whole `source` value
         try:
             _JsonPositions(raw, self).value(0, ())
         except (IndexError, ValueError):
             self.cells.clear()
+            self.source_spans.clear()
 
     def position(self, cell: int, position: Position, cell_text: str) -> Position | None:
         offsets = self.cells.get(cell)
@@ -478,7 +491,8 @@ class FilePositions:
 
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_JSON_SCALAR = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?|true|false|null")
+# NaN and Infinity are not JSON, but Python's json module writes and reads them.
+_JSON_SCALAR = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?|true|false|null|NaN|-?Infinity")
 
 
 class _JsonPositions:
@@ -494,6 +508,12 @@ class _JsonPositions:
 
     def value(self, i: int, path: tuple[str | int, ...]) -> int:
         i = self._skip(i)
+        end = self._value(i, path)
+        if len(path) == 3 and path[0] == "cells" and isinstance(path[1], int) and path[2] == "source":
+            self.into.source_spans[path[1]] = (i, end)
+        return end
+
+    def _value(self, i: int, path: tuple[str | int, ...]) -> int:
         char = self.raw[i]
         if char == "{":
             i = self._skip(i + 1)
@@ -596,12 +616,15 @@ def place_in_cells(
         finding.range = rng
         file_range = positions.range(cell, rng, module.cell_texts.get(cell, "")) if positions else None
         finding.data["notebook"] = {"cell": cell, "file_range": file_range.as_json() if file_range else None}
-        finding.fixes = [fix for fix in (_fix_in_cells(fix, module) for fix in finding.fixes) if fix is not None]
+        finding.fixes = [fix for fix in (_fix_in_cells(fix, module, cell) for fix in finding.fixes) if fix is not None]
         out.append(finding)
     return out
 
 
-def _fix_in_cells(fix: Fix, module: VirtualModule) -> Fix | None:
+_IMPORT_INSERTION = re.compile(r"\A(\r?\n)?(import [\w.]+( as \w+)?|from [\w.]+ import [\w., ]+)(\r?\n)?\Z")
+
+
+def _fix_in_cells(fix: Fix, module: VirtualModule, fixed_cell: int) -> Fix | None:
     edits: list[FixEdit] = []
     for edit in fix.get("edits") or []:
         if "path" in edit:
@@ -611,10 +634,62 @@ def _fix_in_cells(fix: Fix, module: VirtualModule) -> Fix | None:
         start, end = module.to_cell(rng.start), module.to_cell(rng.end)
         if start is None or end is None or start[0] != end[0]:
             return None
+        if rng.start == rng.end and _IMPORT_INSERTION.match(edit["newText"]):
+            home = import_cell(module, fixed_cell)
+            if home != start[0]:
+                edits.append(_import_in_cell(module, home, edit["newText"].strip("\r\n")))
+                continue
         edits.append({"cell": start[0], "range": Range(start[1], end[1]).as_json(), "newText": edit["newText"]})
     placed = fix.copy()
     placed["edits"] = edits
     return placed
+
+
+def import_cell(module: VirtualModule, fixed_cell: int) -> int:
+    """The cell an import a fix adds belongs in: the first code cell that already holds
+    imports, when it comes before the fixed cell; else the fixed cell itself. Never an
+    unrelated cell: re-running only the fixed cell (or the imports cell a notebook is
+    started with) must define the name."""
+    for span in module.spans:
+        if span.cell == fixed_cell:
+            break
+        tree = _cell_tree(module.cell_texts.get(span.cell, ""))
+        if tree is not None and any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in tree.body):
+            return span.cell
+    return fixed_cell
+
+
+def _cell_tree(source: str) -> ast.Module | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        try:
+            return parse_module("\n".join(python_cell_lines(source)))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+
+
+def _import_in_cell(module: VirtualModule, cell: int, statement: str) -> FixEdit:
+    """An edit adding `statement` after the cell's leading imports (as in a file)."""
+    from .fixes.edits import LineIndex
+    from .fixes.imports import insertion_point
+
+    source = module.cell_texts.get(cell, "")
+    lines = python_cell_lines(source)
+    inert = "\n".join(lines)  # line for line the cell, with IPython syntax made inert
+    tree = _cell_tree(source)
+    if tree is None:
+        at, before, after = 0, "", "\n"
+    else:
+        at, before, after = insertion_point(tree, LineIndex(inert))
+    if at >= len(inert) and inert:
+        # After the cell's last line: its own text decides the column, not the inert copy.
+        last = _lines(source)[-1]
+        where = Position(len(lines) - 1, utf16_length(last))
+        before = "" if last == "" else "\n"
+        after = "\n" if last == "" else ""
+    else:
+        where = LineIndex(inert).position(at)
+    return {"cell": cell, "range": Range(where, where).as_json(), "newText": f"{before}{statement}{after}"}
 
 
 def problem_findings(
@@ -659,21 +734,26 @@ AppliedCellFix = tuple["Finding", "Fix"]  # (finding, the fix applied)
 SkippedCellFix = tuple["Finding", str]  # (finding, why its fix was not applied)
 
 
-def apply_cell_fixes(
-    path: str, fixes: list[AppliedCellFix], fingerprint_of: Callable[[str], str]
-) -> tuple[list[AppliedCellFix], list[SkippedCellFix]]:
-    """Apply fixes whose edits are in cell coordinates to the notebook file. `fixes` is
-    [(finding, fix)]; returns (applied, skipped as (finding, reason)). The notebook is
-    rewritten only when its module text is still the one analysed."""
-    from .fixes.edits import LineIndex, overlaps
+def fix_cells(
+    raw: bytes, fixes: list[AppliedCellFix], fingerprint_of: Callable[[str], str]
+) -> tuple[bytes | None, list[AppliedCellFix], list[SkippedCellFix]]:
+    """The notebook file `raw` with the fixes applied (edits in cell coordinates): (the new
+    bytes, or None when nothing applies; applied; skipped as (finding, reason)). Fixes apply
+    only while the notebook's module text is still the one analysed.
+
+    Only the edited cells' `source` values change: the rest of the JSON text is kept as
+    written (numbers such as `1e400`, escapes, key order, indentation, line breaks, BOM),
+    since writing the document back through `json` would change what it cannot represent."""
+    from .fixes.edits import LineIndex, apply_edits, overlaps
     from .fixes.edits import TextEdit as Edit
 
     try:
-        raw = read_notebook_bytes(path)
-        document = json.loads(raw.decode("utf-8-sig"))
+        bom = raw.startswith(b"\xef\xbb\xbf")
+        text = raw.decode("utf-8-sig")
+        document = json.loads(text)  # the sources as written, lone surrogates included
         cells = parse_notebook(raw)
-    except (OSError, ValueError, NotebookError) as error:
-        return [], [(finding, f"cannot read the notebook: {error}") for finding, _ in fixes]
+    except (ValueError, NotebookError) as error:
+        return None, [], [(finding, f"cannot read the notebook: {error}") for finding, _ in fixes]
     current = fingerprint_of(build_module(cells).text)
     sources = {cell.index: cell.source for cell in cells}
     taken: dict[int, list[TextEdit]] = {}
@@ -701,43 +781,44 @@ def apply_cell_fixes(
                 taken[cell].append(cell_edit)
         applied.append((finding, fix))
     if not applied:
-        return applied, skipped
-    from .fixes.edits import apply_edits
+        return None, applied, skipped
+    spans = FilePositions(text).source_spans
+    if any(cell not in spans for cell in taken):
+        reason = "atenlint cannot find the cell's source in the file's JSON text"
+        return None, [], skipped + [(finding, reason) for finding, _ in applied]
+    # Splice from the end so earlier spans keep their offsets.
+    for cell in sorted(taken, key=lambda c: spans[c][0], reverse=True):
+        begin, end = spans[cell]
+        written = document["cells"][cell]["source"]
+        original = "".join(written) if isinstance(written, list) else written
+        # Offsets are the same in the written source and the analysed one: a lone
+        # surrogate and the U+FFFD it was analysed as are one code point each.
+        new_source = apply_edits(original, taken[cell])
+        text = text[:begin] + _source_json(new_source, text[begin:end], isinstance(written, list)) + text[end:]
+    return ("\ufeff" if bom else "").encode("utf-8") + text.encode("utf-8"), applied, skipped
 
-    for cell, cell_edits in taken.items():
-        new_source = apply_edits(sources[cell], cell_edits)
-        entry = document["cells"][cell]
-        entry["source"] = _as_source_lines(new_source) if isinstance(entry.get("source"), list) else new_source
-    _write_notebook(path, document, raw)
-    return applied, skipped
+
+def _json_string(text: str) -> str:
+    """A JSON string as Jupyter writes it (no ASCII escaping), with lone surrogates escaped
+    (`\\ud83d`), the only way JSON can hold them."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
-def _as_source_lines(text: str) -> list[str]:
-    return [m.group(0) for m in re.finditer(r"[^\n]*\n|[^\n]+$", text)]
-
-
-def _write_notebook(path: str, document: dict[str, Any], raw: bytes) -> None:
-    """Write back as Jupyter does (one-space indent unless the file used another, no ASCII
-    escaping, a final newline), atomically, keeping the file's permissions."""
-    text = raw.decode("utf-8-sig")
-    indent_match = re.match(r"\{\r?\n([ \t]+)\"", text)
-    indent: str | int | None = indent_match.group(1) if indent_match else (None if "\n" not in text.strip() else 1)
-    out = json.dumps(document, indent=indent, ensure_ascii=False)
-    if text.endswith("\n"):
-        out += "\n"
-    if "\r\n" in text:
-        out = out.replace("\n", "\r\n")
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".atenlint-", suffix=NOTEBOOK_SUFFIX, dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(("\ufeff" if raw.startswith(b"\xef\xbb\xbf") else "").encode("utf-8") + out.encode("utf-8"))
-        shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+def _source_json(source: str, written: str, as_list: bool) -> str:
+    """The JSON text of a cell's new `source`, laid out as the `written` value was."""
+    if not as_list:
+        return _json_string(source)
+    lines = [m.group(0) for m in re.finditer(r"[^\n]*\n|[^\n]+$", source)]
+    strings = [m.span() for m in re.finditer(r'"(?:[^"\\]|\\.)*"', written)]
+    if strings:
+        opening = written[1 : strings[0][0]]  # "\n    ": what comes after "["
+        closing = written[strings[-1][1] : -1]  # "\n   ": what comes before "]"
+        separator = written[strings[0][1] : strings[1][0]] if len(strings) > 1 else "," + opening
+    else:
+        opening, closing, separator = "", "", ", "
+    if not lines:
+        return "[]"
+    return "[" + opening + separator.join(_json_string(line) for line in lines) + closing + "]"
 
 
 def saved_module_text(path: str) -> str | None:

@@ -1,21 +1,18 @@
-"""Notebooks through the engine: capture the cells' module, then report in cells.
+"""Notebooks read from disk: the module of their code cells, and findings moved to cells.
 
-`capture_notebook` reads the .ipynb, builds the module of its code cells and captures
-it like any file whose text is given; `place_findings` moves the findings (and their
-fix edits) from module lines to (cell, line in the cell), keeping where each one is in
-the .ipynb file for CI formats. The language server uses the same two steps.
+`read_notebook_module` reads the .ipynb and builds the module of its code cells (the
+pipeline then checks that text like any file's); `place_findings` moves the findings (and
+their fix edits) from module lines to (cell, line in the cell), keeping where each one is
+in the .ipynb file for CI formats. The language server builds the module from the cells it
+is sent and places the findings itself (lsp/notebooks.py), with `cell_problems` too.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from . import findings as codes
-from .config import ConfigError
-from .discover import NotRegularFile, read_regular_file
+from .bounded_read import NotRegularFile, read_regular_file
 from .findings import Finding
 from .notebook import (
     FilePositions,
@@ -29,65 +26,31 @@ from .notebook import (
 )
 from .sourcetext import Position, Range
 
-if TYPE_CHECKING:
-    from .engine import Engine, FileCapture
 
-
-@dataclass
+@dataclass(frozen=True)
 class NotebookContext:
     path: str  # absolute
-    display: str
     module: VirtualModule
     positions: FilePositions | None  # None when the cells come from an editor, not the file
 
 
-def capture_notebook(
-    engine: Engine, path: str, display: str, execute: bool, contexts: dict[str, NotebookContext]
-) -> FileCapture:
-    """The FileCapture of a notebook's code cells; records its context in `contexts`."""
-    from .engine import FileCapture
-
-    started = time.perf_counter()
-    absolute = os.path.abspath(path)
-    try:
-        settings = engine.resolver.for_file(absolute)
-    except ConfigError:
-        return engine.capture(absolute, text="", display=display, execute=execute)  # reports ATL010
-    empty = FileCapture(absolute, display, settings, None, None)
+def read_notebook_module(path: str, max_file_bytes: int) -> NotebookContext | Finding:
+    """The notebook's code cells as one module, or the finding that says why it is not analysed."""
     try:
         # A notebook's outputs (images) can be large; the limit is on the code cells' text.
-        raw = read_regular_file(absolute, max(settings.max_file_bytes * 20, 100_000_000))
+        raw = read_regular_file(path, max(max_file_bytes * 20, 100_000_000))
         cells = parse_notebook(raw)
     except NotRegularFile as problem:
         if problem.too_large:
             return _unreadable(
-                empty, codes.TOO_LARGE, "information", f"this notebook is {problem.size / 1e6:.1f} MB: not analysed"
+                path, codes.TOO_LARGE, "information", f"this notebook is {problem.size / 1e6:.1f} MB: not analysed"
             )
-        return _unreadable(empty, codes.UNDECODABLE, "information", f"not analysed: {problem.message}")
+        return _unreadable(path, codes.UNDECODABLE, "information", f"not analysed: {problem.message}")
     except OSError as error:
-        return _unreadable(empty, codes.UNDECODABLE, "warning", f"cannot read this notebook: {error.strerror}")
+        return _unreadable(path, codes.UNDECODABLE, "warning", f"cannot read this notebook: {error.strerror}")
     except NotebookError as error:
-        return _unreadable(empty, codes.UNDECODABLE, "warning", f"cannot analyse this notebook: {error}")
-    module = build_module(cells)
-    positions = FilePositions(raw.decode("utf-8-sig", errors="replace"))
-    contexts[absolute] = NotebookContext(absolute, display, module, positions)
-    capture = capture_module(engine, absolute, display, module, execute)
-    capture.seconds = time.perf_counter() - started
-    return capture
-
-
-def capture_module(
-    engine: Engine,
-    path: str,
-    display: str,
-    module: VirtualModule,
-    execute: bool,
-    overlays: dict[str, str] | None = None,
-) -> FileCapture:
-    """Capture a notebook's module text (from the file or an editor's cells)."""
-    capture = engine.capture(path, text=module.text, overlays=overlays, display=display, execute=execute)
-    capture.module_findings.extend(cell_problems(module, path, display))
-    return capture
+        return _unreadable(path, codes.UNDECODABLE, "warning", f"cannot analyse this notebook: {error}")
+    return NotebookContext(path, build_module(cells), FilePositions(raw.decode("utf-8-sig", errors="replace")))
 
 
 def cell_problems(module: VirtualModule, path: str, display: str) -> list[Finding]:
@@ -102,28 +65,25 @@ def cell_problems(module: VirtualModule, path: str, display: str) -> list[Findin
     return out
 
 
-def _unreadable(capture: FileCapture, code: str, severity: str, message: str) -> FileCapture:
-    capture.module_findings.append(
-        Finding(
-            capture.display,
-            Range(Position(0, 0), Position(0, 0)),
-            severity,
-            code,
-            message,
-            abs_path=capture.path,
-            data={"notebook": {"cell": 0, "file_range": None}, "source_text": ""},
-        )
+def _unreadable(path: str, code: str, severity: str, message: str) -> Finding:
+    # The display path is set by the caller, which knows how the user named the file.
+    return Finding(
+        path,
+        Range(Position(0, 0), Position(0, 0)),
+        severity,
+        code,
+        message,
+        abs_path=path,
+        data={"notebook": {"cell": 0, "file_range": None}, "source_text": ""},
     )
-    return capture
 
 
-def place_findings(found: list[Finding], contexts: dict[str, NotebookContext]) -> list[Finding]:
-    """Every notebook's findings in cell coordinates, sorted by cell, then position."""
-    for path, context in contexts.items():
-        found = place_in_cells(found, path, context.module, context.positions)
-    return sorted(found, key=sort_key)
+def place_findings(found: list[Finding], context: NotebookContext) -> list[Finding]:
+    """A notebook's findings in cell coordinates."""
+    return place_in_cells(found, context.path, context.module, context.positions)
 
 
 def sort_key(finding: Finding) -> tuple[str | int, ...]:
+    """Findings by file, then cell (notebooks), then position: a file's order in any report."""
     cell = cell_of(finding)
     return (finding.path, -1 if cell is None else cell) + finding.sort_key()[1:]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, TypedDict
 
 from . import __version__
-from .engine import CallSite, Report
+from .captured import CallSite
 from .findings import Finding
+from .formats.redact import finding_message, machine_text
 from .notebook import cell_of
+from .report_markdown import section, verdict_table
+from .run_report import Report
 
 
 class StatisticsRow(TypedDict):
@@ -50,7 +54,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "torch": report.torch_version,
         "targets": report.targets,
         "diagnostics": [finding_json(finding) for finding in report.findings],
-        "errors": [error.as_json() for error in report.errors],
+        "errors": [dict(error.as_json(), message=machine_text(error.message)) for error in report.errors],
         "classes": classes_json(report),
     }
 
@@ -60,7 +64,8 @@ def classes_json(report: Report) -> dict[str, Any]:
     by_capture = report.by_capture or {}
     return {
         "total": report.classes,
-        "trace": by_capture.get("trace", 0),
+        "trace": by_capture.get("trace", 0) + by_capture.get("inferred", 0),
+        "inferred": by_capture.get("inferred", 0),  # of "trace": with inputs atenlint inferred
         "script": by_capture.get("script", 0),
         "static": by_capture.get("static", 0),
         "not_analysed": by_capture.get("none", 0),
@@ -69,13 +74,14 @@ def classes_json(report: Report) -> dict[str, Any]:
 
 
 def classes_summary(report: Report) -> str:
-    """`12 module classes: 3 traced, 5 scripted, 4 from source only`."""
+    """`12 module classes: 3 traced, 2 traced with inferred inputs, 3 scripted, 4 from source only`."""
     by_capture = report.by_capture or {}
     total = sum(by_capture.values()) or report.classes
     parts = [
         f"{by_capture[key]} {word}"
         for key, word in (
             ("trace", "traced"),
+            ("inferred", "traced with inferred inputs"),
             ("script", "scripted"),
             ("static", "from source only"),
             ("none", "not analysed"),
@@ -92,6 +98,9 @@ def classes_summary(report: Report) -> str:
 def finding_json(finding: Finding) -> dict[str, Any]:
     """The contract's diagnostic; in a notebook, `cell` (index among all cells) and `range` in that cell."""
     out = finding.as_json()
+    # JSON reports are read by tools and uploaded like SARIF: what analysed code put in an
+    # exception message is cut to a headline, secrets in the environment never echoed.
+    out["message"] = finding_message(finding)
     cell = cell_of(finding)
     if cell is not None:
         out["cell"] = cell
@@ -142,10 +151,6 @@ def summary_line(report: Report) -> str:
 def report_markdown_for(path: str, call_sites: list[CallSite], findings: list[Finding], torch_version: str) -> str:
     """One file's op report as Markdown: per call, the overloads and each target's verdict,
     then the suggestions (fixes) — the "model structure" view of a single file."""
-    import os
-
-    from .report_markdown import section, verdict_table
-
     lines = [f"# atenlint report: `{os.path.basename(path)}`", "", f"torch {torch_version}", ""]
     if not call_sites:
         lines.append("No operator calls were captured in this file.")

@@ -26,6 +26,7 @@ import tomlkit.exceptions
 from tomlkit.container import Container
 from tomlkit.items import AoT, Array, InlineTable, Table
 
+from .bounded_read import NotRegularFile, read_regular_file
 from .config import ConfigError, SettingsResolver, settings_from_table
 from .sourcetext import Position, Range
 
@@ -90,8 +91,6 @@ def ignore_ops_edit(
 
 
 def _read_text(path: str) -> str | None:
-    from .discover import NotRegularFile, read_regular_file
-
     try:
         return read_regular_file(path, _MAX_PYPROJECT_BYTES).decode("utf-8")
     except (NotRegularFile, OSError, UnicodeDecodeError):

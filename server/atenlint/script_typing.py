@@ -54,11 +54,31 @@ def widen_int_literals(call: ast.Call, function: Any) -> ast.Call | None:
         for p in parameters.values()
         if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
+    return _widened_call(
+        call,
+        [_wants_float(p.annotation) for p in ordered],
+        {name: _wants_float(p.annotation) for name, p in parameters.items()},
+    )
+
+
+def widen_int_literals_by_types(
+    call: ast.Call, positional_types: list[str | None], keyword_types: dict[str, str | None]
+) -> ast.Call | None:
+    """Like `widen_int_literals`, for a builtin (no Python signature: `F.scaled_dot_product_attention`)
+    typed by one of its schemas (TorchScript annotations, "float", "Optional[float]")."""
+    return _widened_call(
+        call,
+        [kind is not None and "float" in kind for kind in positional_types],
+        {name: kind is not None and "float" in kind for name, kind in keyword_types.items()},
+    )
+
+
+def _widened_call(call: ast.Call, positional: list[bool], by_name: dict[str, bool]) -> ast.Call | None:
     changed = False
 
-    def widened(node: ast.expr, parameter: inspect.Parameter | None) -> ast.expr:
+    def widened(node: ast.expr, wants_float: bool) -> ast.expr:
         nonlocal changed
-        if parameter is None or not _wants_float(parameter.annotation):
+        if not wants_float:
             return node
         if isinstance(node, ast.Constant) and type(node.value) is int:
             changed = True
@@ -76,9 +96,9 @@ def widen_int_literals(call: ast.Call, function: Any) -> ast.Call | None:
             return ast.copy_location(type(node)(elts=elements, ctx=node.ctx), node)
         return node
 
-    args = [widened(a, ordered[i] if i < len(ordered) else None) for i, a in enumerate(call.args)]
+    args = [widened(a, i < len(positional) and positional[i]) for i, a in enumerate(call.args)]
     keywords = [
-        ast.copy_location(ast.keyword(arg=k.arg, value=widened(k.value, parameters.get(k.arg or ""))), k)
+        ast.copy_location(ast.keyword(arg=k.arg, value=widened(k.value, by_name.get(k.arg or "", False))), k)
         for k in call.keywords
     ]
     if not changed:

@@ -12,16 +12,19 @@ description and VS Code scope. Everything else is derived from this table:
   `vscode-client/src/generated/settingsSchema.ts` (what the VS Code client reads) from it,
   and `--check` fails CI when either is stale.
 
-Pure: no torch, no pygls, no I/O.
+Pure: no torch, no pygls, no I/O (except `machine_capacity`, which reads how many cores
+and how much memory this machine has, for the worker cap).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from .bounded_read import read_regular_file
 from .targets.names import COREML_FRONTENDS, ONNX_EXPORTERS, TARGETS
 from .targets.names import known as known_target
 
@@ -212,6 +215,16 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         example="false",
         description="`false`: you do not set `PYTORCH_ENABLE_MPS_FALLBACK=1`, so an op with no MPS kernel "
         "(MPS001) is an error rather than a slow CPU fallback.",
+    ),
+    SettingSpec(
+        "infer_inputs",
+        "boolean",
+        pyproject_key="infer-inputs",
+        default=True,
+        example="false",
+        description="A class with no configured `inputs` is traced with example inputs atenlint infers from "
+        "its code (signature, first layer, sizes it declares; at most 3 classes a file), and the output says "
+        "so. `false`: such classes are scripted or read from source, as without inputs.",
     ),
     SettingSpec(
         "onnx_exporter",
@@ -674,3 +687,98 @@ def vscode_configuration() -> dict[str, Any]:
 def restricted_configurations() -> list[str]:
     """package.json's `capabilities.untrustedWorkspaces.restrictedConfigurations`."""
     return sorted(f"atenlint.{spec.editor_key}" for spec in SETTINGS if spec.in_vscode and spec.restricted)
+
+
+def checked_number(name: str, value: Any, key: str) -> Any:
+    """A numeric option given outside a table (the CLI's `--timeout 60`, `--jobs 4`) checked
+    against the same spec as `[tool.atenlint]` and the editor: `nan`, `inf`, negative and
+    huge values are a SettingError whose message names `key` and what it must be."""
+    return convert(by_name()[name], value, key)
+
+
+# -- how many workers this machine can hold ---------------------------------------------
+
+# What one analysis worker costs: an interpreter with torch imported (about 240 MB
+# resident) and room for its files' modules on meta.
+WORKER_BYTES: Final = 300 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MachineCapacity:
+    cores: int
+    available_bytes: int | None  # None: unknown (then memory does not limit)
+
+
+@dataclass(frozen=True)
+class WorkerCount:
+    workers: int
+    note: str | None  # why fewer than asked for (one line for the log / stderr), None if not capped
+
+
+def cap_workers(requested: int, machine: MachineCapacity) -> WorkerCount:
+    """At most one worker per core and per WORKER_BYTES of available memory (and never
+    over the schema's maximum): a project's `workers = 64` or `--jobs 100000` must not
+    start more interpreters than the machine holds. At least one, always."""
+    by_memory = max(1, machine.available_bytes // WORKER_BYTES) if machine.available_bytes is not None else _WORKERS_MAX
+    limit = max(1, min(machine.cores, by_memory, _WORKERS_MAX))
+    if requested <= limit:
+        return WorkerCount(max(requested, 1), None)
+    memory = (
+        f" and {machine.available_bytes // (1024 * 1024)} MB of available memory"
+        if machine.available_bytes is not None
+        else ""
+    )
+    return WorkerCount(
+        limit,
+        f"{requested} workers asked for; this machine has {machine.cores} "
+        f"core{'s' if machine.cores != 1 else ''}{memory} (each worker needs about "
+        f"{WORKER_BYTES // (1024 * 1024)} MB): starting {limit}",
+    )
+
+
+def machine_capacity() -> MachineCapacity:
+    """The cores this process may run on and the memory it may still use (the smaller of
+    the system's available memory and its cgroup's room, as on a CI runner or container)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    readings = [m for m in (_meminfo_available(), _cgroup_room()) if m is not None]
+    return MachineCapacity(max(cores, 1), min(readings) if readings else None)
+
+
+def _small_file(path: str) -> str | None:
+    try:
+        return read_regular_file(path, 1 << 20).decode("ascii", errors="replace")
+    except OSError:
+        return None
+
+
+def _meminfo_available() -> int | None:
+    text = _small_file("/proc/meminfo")
+    for line in (text or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                return int(parts[1]) * 1024
+    if hasattr(os, "sysconf"):
+        try:
+            return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError):
+            return None
+    return None
+
+
+def _cgroup_room() -> int | None:
+    """cgroup v2: memory.max minus memory.current of this process's group ("max": no limit)."""
+    group = _small_file("/proc/self/cgroup")
+    if not group:
+        return None
+    relative = next((line[3:] for line in group.splitlines() if line.startswith("0::")), None)
+    if relative is None:
+        return None
+    base = os.path.join("/sys/fs/cgroup", relative.strip().lstrip("/"))
+    limit, current = _small_file(os.path.join(base, "memory.max")), _small_file(os.path.join(base, "memory.current"))
+    if limit is None or current is None or not limit.strip().isdigit() or not current.strip().isdigit():
+        return None
+    return max(int(limit) - int(current), 0)

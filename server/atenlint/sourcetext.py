@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol, TypedDict
 
+from .bounded_read import read_regular_file
 from .python_parse import parse_module
 
 
@@ -100,6 +101,13 @@ def decode_source(data: bytes) -> str:
             _declaration_line(data),
         )
     return text.removeprefix("\ufeff")
+
+
+def read_source(path: str, limit: int | None = None) -> str:
+    """A Python file's text, read through the one bounded reader (regular files only, at
+    most `limit` bytes) and decoded as the interpreter would. Raises NotRegularFile,
+    OSError or DecodeError."""
+    return decode_source(read_regular_file(path, limit))
 
 
 def _declaration_line(data: bytes) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -822,6 +823,32 @@ def opinfo_mps_dtypes() -> dict[str, set[Any]]:
 
 
 # -- nn.Module internals ---------------------------------------------------------------------------
+
+
+# The spellings of "is this TorchScript / a trace?" a model's source may test (the source
+# pass decides such branches as each toolchain would see them).
+SCRIPTING_TESTS = frozenset({"torch.jit.is_scripting", "torch.jit._script.is_scripting"})
+TRACING_TESTS = frozenset({"torch.jit.is_tracing", "torch.jit._trace.is_tracing", "torch._C._get_tracing_state"})
+
+# What capture loads lazily through torch (torch.export and dynamo are seconds to import):
+# the warm worker imports them once, so no per-file process pays for it.
+LAZY_FRONT_ENDS = (
+    "torch.export",
+    "torch._dynamo",
+    "torch._decomp",
+    "torch._refs",
+    "torch._prims",
+    "torch.fx.experimental.proxy_tensor",
+    "torch.fx.experimental.symbolic_shapes",
+    "torch._subclasses.fake_tensor",
+    "torch.jit._trace",
+    "torch.utils._python_dispatch",
+)
+
+
+def fake_tensor_logger() -> logging.Logger:
+    """The logger fake tensors report every meta kernel that raises to, with its stack."""
+    return logging.getLogger("torch._subclasses.fake_tensor")
 
 
 def tensor_stores(module: torch.nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -270,6 +270,54 @@ def test_a_data_dependent_guard_is_marked_as_the_exporters_own_failure(tmp_path)
     assert "aten::nonzero" in {op.op for op in ops}
 
 
+def test_a_plain_tensor_attribute_does_not_stop_the_export(tmp_path):
+    """A tensor kept as a plain attribute, not a buffer (vit-pytorch's SimpleViT:
+    `self.pos_embedding = posemb_sincos_2d(...)`), is a constant torch.export lifts as it
+    finds it; the real export succeeds, so ours must too (a fake one of atenlint's own mode
+    made it fail with "fake mode ... doesn't match mode"). The module keeps its meta tensor."""
+    import torch
+
+    from atenlint.capture.graphs import export_graph_ops
+    from atenlint.capture.loader import build
+    from support import load_module
+
+    module = load_module(
+        tmp_path,
+        """
+        import torch
+        from torch import nn
+
+
+        def posemb_sincos_2d(h, w, dim, temperature=10000):
+            y, x = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+            omega = 1.0 / (temperature ** (torch.arange(dim // 4) / (dim // 4 - 1)))
+            y = y.flatten()[:, None] * omega[None, :]
+            x = x.flatten()[:, None] * omega[None, :]
+            return torch.cat((x.sin(), x.cos(), y.sin(), y.cos()), dim=1).float()
+
+
+        class SimpleViT(nn.Module):
+            def __init__(self, dim=32):
+                super().__init__()
+                self.to_patch = nn.Conv2d(3, dim, 8, 8)
+                self.pos_embedding = posemb_sincos_2d(4, 4, dim)
+                self.head = nn.Linear(dim, 10)
+
+            def forward(self, img):
+                x = self.to_patch(img).flatten(2).transpose(1, 2)
+                x = x + self.pos_embedding.to(x.device, dtype=x.dtype)
+                return self.head(x.mean(dim=1))
+        """,
+        "plain_attribute_case",
+    )
+    model = build(module.SimpleViT, module, None)
+    assert model.pos_embedding.device.type == "meta"
+    ops = export_graph_ops(model, (torch.empty(2, 3, 32, 32, device="meta"),), {}, ("export", "executorch-export"))
+    assert {"aten::convolution", "aten::add.Tensor", "aten::addmm"} <= {op.op for op in ops}
+    assert {op.view for op in ops} == {"export", "executorch-export"}
+    assert model.pos_embedding.device.type == "meta"  # restored
+
+
 def test_export_views_of_a_scripted_class_never_take_the_attention_fast_path(tmp_path):
     """Without inputs the scripted graph holds both branches of MultiheadAttention; the
     native fast path is a branch torch.export never takes, so only the jit and dispatch
@@ -298,6 +346,7 @@ def test_export_views_of_a_scripted_class_never_take_the_attention_fast_path(tmp
             "roots": [str(tmp_path)],
             "overlays": {},
             "classes": {"Attention": {}},
+            "infer_inputs": False,  # the scripted graph is what this is about
             "devices": ["cpu"],
             "views": ["dispatch", "jit", "export", "executorch-export", "onnx-export"],
         }

@@ -25,7 +25,7 @@ SOURCE = """
             return self.lin(x).softmax(-1)
 
 
-    class Scripted(nn.Module):
+    class Inferred(nn.Module):
         def __init__(self):
             super().__init__()
             self.conv = nn.Conv2d(3, 4, 3)
@@ -54,7 +54,7 @@ def _request(tmp_path: Any, views: list[str] = VIEWS) -> dict[str, Any]:
         "module": "partial_case",
         "roots": [str(tmp_path)],
         "overlays": {},
-        "classes": {"Traced": {"inputs": "torch.randn(2, 8)"}, "Scripted": {}, "NotBuilt": {}},
+        "classes": {"Traced": {"inputs": "torch.randn(2, 8)"}, "Inferred": {}, "NotBuilt": {}},
         "devices": ["cpu", "mps"],
         "views": views,
     }
@@ -87,7 +87,8 @@ def test_the_dispatch_view_of_every_class_comes_first(tmp_path: Any, graph_calls
     assert len(published) == 1
     partial, graphs_before = published[0]
     assert graphs_before == 0  # no jit or export graph was captured before it
-    assert graph_calls == ["jit_graph_ops", "export_graph_ops"]
+    # Traced's configured inputs, then Inferred's (its Conv2d(3, ...) says 3 channels).
+    assert graph_calls == ["jit_graph_ops", "export_graph_ops"] * 2
     assert partial["partial"] is True and "partial" not in final
     assert set(partial) == set(final) | {"partial"}
     assert [c["qualname"] for c in partial["classes"]] == [c["qualname"] for c in final["classes"]]
@@ -96,6 +97,9 @@ def test_the_dispatch_view_of_every_class_comes_first(tmp_path: Any, graph_calls
         assert cls["ops"], cls["qualname"]
         assert all(set(entry["trees"]) == {"dispatch"} for entry in cls["ops"])
     assert by_name["Traced"]["capture"] == "trace" and by_name["Traced"]["covered"] == ["dispatch"]
+    assert by_name["Inferred"]["capture"] == "trace" and by_name["Inferred"]["covered"] == ["dispatch"]
+    assert by_name["Inferred"]["inputs_inferred"] == "(torch.randn(2, 3, 32, 32),)"
+    assert "inputs_inferred" not in by_name["Traced"]
     assert by_name["NotBuilt"]["status"] == "build_failed" and by_name["NotBuilt"]["capture"] == "static"
     # The final answer holds the same dispatch capture, plus every other view.
     for early, late in zip(partial["classes"], final["classes"]):
@@ -104,8 +108,9 @@ def test_the_dispatch_view_of_every_class_comes_first(tmp_path: Any, graph_calls
         assert [e["trees"] for e in early["ops"]] == [e["trees"] for e in dispatch_only["ops"]]
     traced = next(c for c in final["classes"] if c["qualname"] == "Traced")
     assert set(traced["covered"]) == {"dispatch", "jit", "onnx-jit", "export"}
-    scripted = next(c for c in final["classes"] if c["qualname"] == "Scripted")
-    assert {"dispatch", "jit", "export"} <= {view for entry in scripted["ops"] for view in entry["trees"]}
+    inferred = next(c for c in final["classes"] if c["qualname"] == "Inferred")
+    assert set(inferred["covered"]) == {"dispatch", "jit", "onnx-jit", "export"}
+    assert "script_error" not in inferred and "graph_errors" not in inferred
 
 
 def test_without_a_callback_the_answer_is_the_same(tmp_path: Any) -> None:

@@ -149,3 +149,55 @@ def test_script_failures_keep_message_and_caret(tmp_path):
     site = failure.value.site
     assert site is not None and site.line == 9 and site.file.endswith("scripted_case.py")
     assert failure.value.message
+
+
+def test_script_failure_is_located_at_the_users_caret_not_the_last_frame(tmp_path):
+    # The error is in the user's `_conv_forward`; the last frame of TorchScript's message is
+    # torch's own `Conv2d.forward`, which called it.
+    module = load(
+        tmp_path,
+        """
+        import torch.nn as nn
+
+        class MyConv(nn.Conv2d):
+            def _conv_forward(self, input, weight, bias):
+                return input.no_such_method(weight)
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = MyConv(3, 3, 3)
+
+            def forward(self, x):
+                return self.conv(x)
+    """,
+    )
+    with torch.device("meta"):
+        instance = module.Net()
+    with pytest.raises(ScriptFailure) as failure:
+        script(instance)
+    site = failure.value.site
+    assert "conv.py" in failure.value.full_text  # torch's frame is in the message ...
+    assert site is not None and site.file.endswith("scripted_case.py") and site.line == 5  # ... not the site
+    assert "no_such_method" in failure.value.message
+
+
+def test_a_quantized_tensor_branch_is_not_taken_by_a_float_model(tmp_path):
+    module = load(
+        tmp_path,
+        """
+        import torch
+        import torch.nn as nn
+
+        def boxes_of(x: torch.Tensor) -> torch.Tensor:
+            if x.is_quantized:
+                return x.int_repr()
+            return x.relu()
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return boxes_of(x)
+    """,
+    )
+    found = {op.op for op in capture(module, devices=("cpu",)).ops}
+    assert "aten::relu" in found and not any("int_repr" in op for op in found)

@@ -22,10 +22,9 @@ from .agreement import atenlint_verdicts, compare, ground_truth, module_files, t
 # full runs over the corpus take minutes on two loaded cores: not a hang.
 pytestmark = pytest.mark.timeout(1500)
 
-MHA_FAST_PATH = (
-    "the script capture also reports MultiheadAttention's native fast path, a branch chosen at run "
-    "time (eval, no grad, CPU tensors); torch.jit.trace takes it, torch.export never does"
-)
+# Without configured inputs (atenlint infers them where it can: the MultiheadAttention fast
+# path, F.interpolate's rank-dependent kernels and embedding_bag are then judged on the
+# toolchains' own graphs and agree).
 KNOWN = {
     (
         "onnx torchscript opset 9",
@@ -35,21 +34,6 @@ KNOWN = {
         "onnx torchscript opset 9",
         "embedding_bag.py",
     ): "the opset-9 symbolic of embedding_bag is registered but raises unsupported for these arguments",
-    ("onnx torchscript opset 9", "transformer_encoder.py"): MHA_FAST_PATH,
-    ("onnx torchscript opset 9", "vit_attention.py"): MHA_FAST_PATH,
-    ("onnx torchscript opset 13", "transformer_encoder.py"): MHA_FAST_PATH,
-    ("onnx torchscript opset 13", "vit_attention.py"): MHA_FAST_PATH,
-    ("onnx torchscript opset 17", "transformer_encoder.py"): MHA_FAST_PATH,
-    (
-        "executorch",
-        "antialias_resize.py",
-    ): "F.interpolate picks the antialiased kernel by input rank at run time: without example inputs the export "
-    "view cannot synthesise the call, so the op is not judged",
-    (
-        "executorch",
-        "embedding_bag.py",
-    ): "the capture decomposes embedding_bag without grad (_embedding_bag_forward_only); export traces with "
-    "parameters that require grad and keeps the core _embedding_bag",
     (
         "coreml",
         "causal_mask_attention.py",
@@ -57,10 +41,6 @@ KNOWN = {
     ("coreml", "causal_sdpa.py"): "coremltools fails on an argument (a non-scalar constant), not a missing op",
     ("coreml", "rotary.py"): "coremltools fails on an argument (a non-scalar constant), not a missing op",
     ("coreml", "spatial_transformer.py"): "coremltools fails on an argument (a non-scalar constant), not a missing op",
-    (
-        "coreml",
-        "fpn_nearest.py",
-    ): "the 3-D branch of F.interpolate is reported as conditional (information); the real input is 4-D",
 }
 
 

@@ -107,7 +107,12 @@ def analyse(
     """The findings `atenlint check root` reports, with fixes attached (and, when given, the
     input shapes a trace capture would record added first). With `mps_as_of`, the MPS
     target judges with the kernels that torch release had (see `historical_mps`)."""
-    engine.resolver = SettingsResolver(overrides=None if config else {"targets": targets})
+    # The fixtures check what a fix rewrites on the scripted path they were written for; a
+    # trace with inferred inputs would add dtype findings (float64 on MPS) the rewrite keeps.
+    overrides: dict = {"infer_inputs": False}
+    if not config:
+        overrides["targets"] = targets
+    engine.resolver = SettingsResolver(overrides=overrides)
     if mps_as_of is not None:
         target = historical_mps(engine, mps_as_of)
         if flags:

@@ -49,6 +49,11 @@ class FakeCapture:
     imported: list = field(default_factory=list)
     views: frozenset | None = None  # a partial capture: only the fast target's findings
     settings: object = None
+    # What the pipeline (`atenlint.pipeline.check_file`) reads of a capture besides findings:
+    # no outline (no class list: no static fallback, no unknown-key warnings to check).
+    module_findings: list = field(default_factory=list)
+    classes: list = field(default_factory=list)
+    outline: object = None
 
 
 class _Resolver:
@@ -61,6 +66,7 @@ class _Resolver:
 
 class FakeEngine:
     torch_version = "fake"
+    cwd = os.getcwd()
     hello: ClassVar[dict[str, Any]] = {}
     torch_degradations: ClassVar[list[str]] = []
 
@@ -76,6 +82,7 @@ class FakeEngine:
         self.before_partial.set()
         self.after_partial.set()
         self.partials = 0
+        self.log = lambda message: None
 
     def fast_targets(self, settings) -> list:
         return [_Named(FAST_TARGET)]
@@ -91,6 +98,7 @@ class FakeEngine:
         display=None,
         execute: bool = True,
         on_partial=None,
+        settings=None,
     ) -> FakeCapture:
         result = self._capture(path, text, overlays, execute)
         if on_partial is not None and self.slow_target and execute:
@@ -176,7 +184,8 @@ class FakeEngine:
     def findings(self, captures, sources=None) -> list:
         out, seen = [], set()
         for capture in captures:
-            for finding in capture.found:
+            # A capture the pipeline made itself (its own failure) carries module findings only.
+            for finding in getattr(capture, "found", None) or capture.module_findings:
                 if capture.views is not None and finding.target not in (None, FAST_TARGET):
                     continue  # a partial capture is judged by the fast target only
                 if finding.identity() not in seen:

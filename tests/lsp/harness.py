@@ -231,3 +231,27 @@ async def final_diagnostics(
     if not await until_published(client, lambda: is_final_publish(client, uri, version, since), timeout):
         raise TimeoutError(f"no final diagnostics for {uri} version {version}; events: {client.events[-8:]}")
     return list(client.diagnostics[uri])
+
+
+def edits_of(action: types.CodeAction, uri: str) -> list[types.TextEdit]:
+    """The action's edits of `uri`: `documentChanges` (versioned, for clients that take
+    them) or plain `changes`."""
+    edit = action.edit
+    if edit is None:
+        return []
+    if edit.document_changes:
+        return [
+            e
+            for change in edit.document_changes
+            if isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri
+            for e in change.edits
+        ]
+    return list((edit.changes or {}).get(uri, []))
+
+
+def edit_version(action: types.CodeAction, uri: str) -> int | None:
+    """The document version `action`'s edit of `uri` is stamped with (None: unversioned)."""
+    for change in (action.edit.document_changes if action.edit else None) or []:
+        if isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri:
+            return change.text_document.version
+    return None

@@ -143,3 +143,58 @@ def test_encoding_names_from_the_client_are_read_once():
     assert convert.Encoding(types.PositionEncodingKind.Utf8).name == "utf-8"
     assert convert.Encoding("UTF-32").name == "utf-32"
     assert convert.Encoding("utf-7").name == "utf-16"  # not negotiable: LSP's default
+
+
+def _fixable(path: str):
+    from atenlint.findings import Finding
+
+    rewrite = {
+        "title": "Use gather",
+        "kind": "rewrite",
+        "exact": True,
+        "edits": [{"range": Range(Position(5, 15), Position(5, 25)).as_json(), "newText": "torch.gather"}],
+    }
+    return Finding(
+        "m.py",
+        Range(Position(5, 15), Position(5, 25)),
+        "warning",
+        "MPS001",
+        "take falls back",
+        target="mps",
+        abs_path=path,
+        ops=["aten::take"],
+        fixes=[rewrite],
+    )
+
+
+def test_quick_fix_edits_carry_the_version_they_were_computed_for(tmp_path):
+    """A client that applies `documentChanges` rejects an edit whose version is not the
+    buffer's: a fix computed before an unsaved edit never lands at stale positions."""
+    module = tmp_path / "m.py"
+    finding = _fixable(str(module))
+    echoed = convert.diagnostic(finding, SourceText(TEXT), convert.Encoding(), version=3)
+    assert echoed.data["version"] == 3
+
+    def actions(versioned):
+        return convert.code_actions(
+            module.as_uri(), TEXT, [echoed], ["quickfix"], convert.Encoding(), [], echoed.range, [], (), versioned
+        )
+
+    for action in actions(True):
+        assert action.edit.changes is None
+        (change,) = [c for c in action.edit.document_changes if c.text_document.uri == module.as_uri()]
+        assert change.text_document.version == 3  # the version of the text the finding was computed on
+    fix = next(a for a in actions(True) if a.title == "Use gather")
+    assert [e.new_text for e in fix.edit.document_changes[0].edits] == ["torch.gather"]
+    # A client without `documentChanges` gets plain `changes`, as before.
+    assert all(a.edit.document_changes is None and a.edit.changes for a in actions(False))
+
+
+def test_edits_of_data_without_a_version_stay_plain_changes(tmp_path):
+    module = tmp_path / "m.py"
+    diagnostic = convert.diagnostic(_fixable(str(module)), SourceText(TEXT), convert.Encoding())
+    assert diagnostic.data["version"] is None
+    actions = convert.code_actions(
+        module.as_uri(), TEXT, [diagnostic], ["quickfix"], convert.Encoding(), [], diagnostic.range, [], (), True
+    )
+    assert actions and all(a.edit.changes and a.edit.document_changes is None for a in actions)

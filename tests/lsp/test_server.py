@@ -14,6 +14,8 @@ from harness import (
     apply_edits,
     copy_workspace,
     diagnostics,
+    edit_version,
+    edits_of,
     encoding_of,
     open_file,
     replace_text,
@@ -21,7 +23,7 @@ from harness import (
     start,
 )
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 MODEL_FIXED = """import torch
 import torch.nn as nn
@@ -41,6 +43,7 @@ class Scorer(nn.Module):
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), params=CLIENTS)
 async def client(lsp_client: LanguageClient, request, tmp_path):
     lsp_client.root = copy_workspace(tmp_path)
+    lsp_client.spec = request.param
     await start(lsp_client, request.param, lsp_client.root)
     yield
     await lsp_client.shutdown_session()
@@ -92,11 +95,35 @@ async def test_ignore_action_applies_and_recheck_is_clean(client: LanguageClient
         )
     )
     ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
-    text = apply_edits(pathlib.Path(path).read_text(encoding="utf-8"), ignore.edit.changes[uri], encoding_of(client))
+    text = apply_edits(pathlib.Path(path).read_text(encoding="utf-8"), edits_of(ignore, uri), encoding_of(client))
     assert "torch.take(self.proj(x), index)  # atenlint: ignore[aten::take]\n" in text
     replace_text(client, uri, text, 2)
     save(client, uri)
     assert [d.code for d in await diagnostics(client, uri)] == ["MPS001"]  # only torch.mode is left
+
+
+@pytest.mark.asyncio
+async def test_a_quick_fix_carries_the_version_it_was_computed_for(client: LanguageClient):
+    """Issue 21: a fix computed before an unsaved edit corrupted the code. Its edit now
+    names the version of the text it was computed on, so the client rejects it."""
+    path = os.path.join(client.root, "model.py")
+    uri = open_file(client, path)
+    take = next(d for d in await diagnostics(client, uri) if "aten::take" in d.message)
+    text = pathlib.Path(path).read_text(encoding="utf-8")
+    replace_text(client, uri, "# a line added above, not saved\n" + text, 2)
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=take.range,
+            context=types.CodeActionContext(diagnostics=[take]),
+        )
+    )
+    ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
+    capabilities = client_capabilities(client.spec)
+    if capabilities.workspace.workspace_edit and capabilities.workspace.workspace_edit.document_changes:
+        assert edit_version(ignore, uri) == 1  # not the buffer's version 2: the client rejects it
+    else:
+        assert ignore.edit.changes  # a client without documentChanges gets plain changes
 
 
 @pytest.mark.asyncio

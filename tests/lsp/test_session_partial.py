@@ -174,6 +174,7 @@ def test_a_pull_gets_the_partial_result_then_a_refresh_for_the_full_one(tmp_path
         session.open(uri, str(path), 1, TAKE)
         partial = await asyncio.wait_for(session.result_for(uri, partial=True), 30)
         partial_findings = [(f.target, f.code) for f in session.findings_for(str(path))]
+        partial_id = session.state.served(str(path)).result_id  # what a pull answers with now
         refreshes = callbacks.refreshes
         full_waiter = asyncio.ensure_future(session.result_for(uri))
         await asyncio.sleep(0)
@@ -181,13 +182,14 @@ def test_a_pull_gets_the_partial_result_then_a_refresh_for_the_full_one(tmp_path
         engine.after_partial.set()
         full = await asyncio.wait_for(full_waiter, 30)
         await settle(session)
-        return partial, partial_findings, refreshes, full, callbacks.refreshes
+        full_id = session.state.served(str(path)).result_id
+        return partial, partial_findings, refreshes, full, callbacks.refreshes, partial_id, full_id
 
-    partial, partial_findings, refreshes, full, final_refreshes = asyncio.run(run())
+    partial, partial_findings, refreshes, full, final_refreshes, partial_id, full_id = asyncio.run(run())
     assert partial.partial and partial_findings == [("mps", "MPS001")]
     assert refreshes >= 1 and final_refreshes > refreshes
     assert not full.partial and sorted(f.target for f in full.findings) == ["mps", "onnx:17"]
-    assert full.result_id != partial.result_id
+    assert full_id != partial_id  # the pull after the refresh is answered in full
 
 
 def test_a_crash_after_the_partial_is_still_shown_as_the_crash(tmp_path):
@@ -196,7 +198,7 @@ def test_a_crash_after_the_partial_is_still_shown_as_the_crash(tmp_path):
     path = _file(tmp_path, TAKE)
 
     class CrashAfterPartial(FakeEngine):
-        def capture(self, path, text=None, overlays=None, display=None, execute=True, on_partial=None):
+        def capture(self, path, text=None, overlays=None, display=None, execute=True, on_partial=None, settings=None):
             result = super().capture(path, text, overlays, display, execute, on_partial)
             from fake_engine import _finding
 

@@ -33,7 +33,7 @@ class HeldEngine(FakeEngine):
     def start(self):
         return self.hello
 
-    def capture(self, path, text=None, overlays=None, display=None, execute=True, on_partial=None):
+    def capture(self, path, text=None, overlays=None, display=None, execute=True, on_partial=None, settings=None):
         if str(path) in self.held:
             self.entered.set()
             assert self.release.wait(30), "the test never released the capture"

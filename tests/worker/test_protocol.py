@@ -35,7 +35,7 @@ class StandInProcess:
     """What `Worker.request` touches of a Popen: stdin, poll, wait, pid."""
 
     def __init__(self, exit_code=None):
-        self.stdin = io.StringIO()
+        self.stdin = io.BytesIO()  # the pool writes bytes (its pipes are binary)
         self.pid = os.getpid()
         self.exit_code = exit_code
 
@@ -124,8 +124,8 @@ def test_a_worker_of_another_protocol_version_is_one_clear_start_failure(monkeyp
     says what to do, never a KeyError later on a field that moved."""
 
     class StartedProcess(StandInProcess):
-        stdout = io.StringIO("")
-        stderr = io.StringIO("")
+        stdout = io.BytesIO(b"")
+        stderr = io.BytesIO(b"")
 
         def __init__(self, *args, **kwargs):
             super().__init__(None)

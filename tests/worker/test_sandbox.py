@@ -373,6 +373,7 @@ def unsandboxed_pool(tmp_path_factory):
 def test_the_worker_starts_isolated_from_the_working_folder(unsandboxed_pool, tmp_path):
     hello = unsandboxed_pool.hello
     assert hello["isolated"] and hello["run_dir"] and not hello["sandbox"]
+    assert hello["containment"]["kernel"] is False and hello["containment"]["missing"]  # said, once
     assert not (unsandboxed_pool.hostile / "json_canary").exists()
     path = write(
         tmp_path,
@@ -396,21 +397,35 @@ def test_without_the_sandbox_the_code_may_spawn(unsandboxed_pool, tmp_path):
     assert canary.exists() and answer["refusals"] == []
 
 
-def test_a_leftover_thread_gets_the_worker_recycled(unsandboxed_pool, tmp_path):
+def test_a_leftover_thread_ends_with_its_files_process(unsandboxed_pool, tmp_path):
+    """Each file runs in a process forked from the warm worker, which exits after it: a
+    thread the file left running never reaches the next file, and nothing is recycled."""
     path = write(
         tmp_path,
         "spins.py",
         """
-        import threading
+        import _thread, threading
         def spin():
             while True:
                 pass
         threading.Thread(target=spin, daemon=True, name="spinner").start()
+        _thread.start_new_thread(spin, ())
     """,
         NET,
     )
     pid = unsandboxed_pool._all[0].process.pid
     answer = analyse(unsandboxed_pool, path)
     assert [c["status"] for c in answer["classes"]] == ["ok"]  # the answer still counts
-    assert unsandboxed_pool.recycled == 1 and unsandboxed_pool._all[0].process is None
-    assert pid not in {w.process.pid for w in unsandboxed_pool._all if w.process}  # a fresh one comes next
+    later = write(
+        tmp_path,
+        "later.py",
+        f"""
+        import sys, threading
+        assert "spinner" not in [t.name for t in threading.enumerate()]
+        assert not [f for f in sys._current_frames().values() if f.f_code.co_filename == {str(path)!r}]
+    """,
+        NET,
+    )
+    answer = analyse(unsandboxed_pool, later)
+    assert "import_error" not in answer, answer.get("import_error")
+    assert unsandboxed_pool.recycled == 0 and unsandboxed_pool._all[0].process.pid == pid

@@ -16,7 +16,16 @@ from typing import Any
 
 from .. import torchcompat
 from .decompose import UNKNOWN
-from .loader import BuildFailure, build, import_file, last_build, module_classes, user_import_context
+from .loader import (
+    BuildFailure,
+    BuildRecord,
+    build,
+    current_build,
+    import_file,
+    last_build,
+    module_classes,
+    user_import_context,
+)
 from .paths import is_library_file
 from .script import ScriptFailure, decomposed, script, script_ops
 
@@ -53,19 +62,32 @@ def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = N
                 raise
             answer["import_error"] = _import_error(error, path, request.get("roots", []))
         if module is not None:
-            pending: list[_ClassCapture] = []
-            for qualname, cls in module_classes(module, candidates):
-                if qualname not in skip:
-                    class_config = _with_factory_hooks(dict(config.get(qualname, {})), qualname)
-                    capture = _ClassCapture(
-                        qualname, cls, module, class_config, devices, views, request.get("graph_options")
-                    )
-                    capture.start()  # built, and its dispatch view traced
-                    if on_partial is None:
-                        answer["classes"].append(capture.finish())
-                    else:
-                        pending.append(capture)
-            if on_partial is not None:
+            found = [(q, c) for q, c in module_classes(module, candidates) if q not in skip]
+            budget = _inference_budget(request.get("infer_inputs", True))
+            # Every class built (and its dispatch view traced) before any toolchain graph;
+            # the last defined first: a file's model usually comes after its parts, and a
+            # part the model's inferred trace already runs is guessed for last. The answer
+            # keeps the source order.
+            pending = [
+                _ClassCapture(
+                    qualname,
+                    cls,
+                    module,
+                    _with_factory_hooks(dict(config.get(qualname, {})), qualname),
+                    devices,
+                    views,
+                    request.get("graph_options"),
+                    budget,
+                )
+                for qualname, cls in found
+            ]
+            for capture in reversed(pending):
+                capture.start()
+            if on_partial is None:
+                for capture in reversed(pending):
+                    capture.finish()
+                answer["classes"] = [c.finish() for c in pending]
+            else:
                 on_partial(
                     dict(
                         answer,
@@ -74,6 +96,8 @@ def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = N
                         seconds=time.perf_counter() - started,
                     )
                 )
+                for capture in reversed(pending):
+                    capture.finish()
                 answer["classes"] = [c.finish() for c in pending]
     if module is None:
         answer["classes"] = _static_file(request, candidates, skip, devices, views, config)
@@ -261,15 +285,22 @@ class _ClassCapture:
         devices: tuple[str, ...],
         views: tuple[str, ...],
         graph_options: dict[str, Any] | None,
+        budget: InferenceBudget | None = None,
     ):
         self.qualname, self.cls, self.module, self.config = qualname, cls, module, config
         self.devices, self.views, self.graph_options = devices, views, graph_options
+        self.budget = budget  # inferred inputs when none are configured (None: never)
         self.instance: Any = None
         self.build_error: dict[str, Any] | None = None
         self.build_record: dict[str, Any] = {}
         self.seconds = 0.0
         self._inputs: Any = _UNSET  # the inputs expression evaluated on meta
         self._inputs_error: dict[str, Any] | None = None
+        # Inputs atenlint inferred (no `inputs` configured) and saw run: their expression.
+        # A failure with them is never a finding (they were a guess): that view falls back.
+        self.inferred: str | None = None
+        self._deferred = False  # inference waits for TorchScript to fail first
+        self._record: BuildRecord | None = None  # this class's build (the inputs' `model`)
         self._dispatch: tuple[list[dict[str, Any]], Any] | None = None  # entries, trace notes
         self._dispatch_failure: dict[str, Any] | None = None
         self._scripted: Any = _UNSET
@@ -294,7 +325,11 @@ class _ClassCapture:
         if record is not None and record.cls is self.cls:
             # which build worked: meta, meta + moved, CPU
             self.build_record = {"build": record.path, "moved_to_meta": record.moved[:10]}
-        if self.instance is not None and self.config.get("inputs") and DISPATCH_VIEW in self.views:
+            self._record = record
+        wants_trees = any(v != SCRIPT_VIEW for v in self.views)
+        if self.budget is not None and self.instance is not None and not self.config.get("inputs") and wants_trees:
+            self._infer_within_budget(scripted_first=True)
+        if self.instance is not None and self._has_inputs() and DISPATCH_VIEW in self.views:
             self._dispatch_trace()
         self.seconds += time.perf_counter() - started
 
@@ -344,7 +379,10 @@ class _ClassCapture:
             result.update(status="build_failed", build_error=self.build_error)
             return self._static_into(result, views)
         tree_views = tuple(v for v in views if v != SCRIPT_VIEW)
-        if self.config.get("inputs") and views:
+        if self._deferred and tree_views and self._script() is None:
+            self._deferred = False
+            self._infer_within_budget(scripted_first=False)
+        if self._has_inputs() and views:
             # With example inputs, each toolchain's own front end captures the path really taken.
             traced = self._trace(result, tree_views)
             if traced is not None:
@@ -447,14 +485,53 @@ class _ClassCapture:
             result.setdefault("fallback", {}).update({v: "script" for v in views})
 
     # -- with example inputs ------------------------------------------------------------
+    def _has_inputs(self) -> bool:
+        return bool(self.config.get("inputs")) or self.inferred is not None
+
+    def _infer_within_budget(self, scripted_first: bool) -> None:
+        """Infer inputs if the file's budget allows. A class an inferred trace of the file
+        already runs is tried only when TorchScript cannot compile it (`scripted_first`
+        defers it to `_assemble`): then its own trace is what keeps it off the source pass."""
+        budget = self.budget
+        if budget is None or not budget.allows(self.cls):
+            return
+        if budget.covers(self.cls):
+            self._deferred = scripted_first
+            if scripted_first:
+                return
+        self._infer_inputs()
+        if self.inferred is not None:
+            budget.spend(self.instance)
+
+    def _infer_inputs(self) -> None:
+        """No inputs configured: try the candidates `infer_inputs` builds, in their fixed
+        order, each by one eval-mode forward on fake tensors (no memory, no wall clock), and
+        keep the first that runs. None running is no finding: the class is scripted."""
+        from .infer_inputs import candidates, evaluate
+        from .trace import runs_on_fake
+
+        try:
+            tried = candidates(self.cls, self.instance, self.module)
+        except Exception:  # noqa: BLE001 - a signature or instance we cannot read: no guess
+            return
+        for candidate in tried:
+            try:
+                inputs = evaluate(candidate.expression, "meta")
+            except Exception:  # noqa: BLE001 - a candidate torch refuses (a size of 0): the next one
+                inputs = None
+            if inputs is not None and runs_on_fake(self.instance, inputs):
+                self._inputs, self.inferred = inputs, candidate.expression
+                return
+
     def _meta_inputs(self) -> Any:
         """The inputs expression evaluated once, on meta; None (and `_inputs_error`) when it raises."""
-        if self._inputs is _UNSET:
+        if self._inputs is _UNSET:  # (inferred inputs are set when they are found)
             from .trace import build_inputs
 
             expression = self.config["inputs"]
             try:
-                self._inputs = build_inputs(expression, self.module)
+                with current_build(self._record):
+                    self._inputs = build_inputs(expression, self.module)
             except Exception as error:  # noqa: BLE001 - the user's expression is wrong: say so
                 self._inputs = None
                 self._inputs_error = {
@@ -488,7 +565,6 @@ class _ClassCapture:
         if inputs is None:
             result["trace_error"] = self._inputs_error
             return None
-        expression = self.config["inputs"]
         instance = self.instance
         args = tuple(inputs) if isinstance(inputs, tuple) else (inputs,)
         kwargs = dict(getattr(inputs, "kwargs", None) or {})
@@ -512,9 +588,7 @@ class _ClassCapture:
                 continue
             try:
                 if wanted is jit_wanted:
-                    found = jit_graph_ops(
-                        instance, args, kwargs, wanted, _real_inputs(expression, self.module, args, kwargs)
-                    )
+                    found = jit_graph_ops(instance, args, kwargs, wanted, *self._real_inputs(args, kwargs))
                 else:
                     found = export_graph_ops(instance, args, kwargs, wanted, self.graph_options or {})
             except GraphFailures as partial:  # some of these views were captured
@@ -534,6 +608,17 @@ class _ClassCapture:
             ops += _graph_entries(found)
             covered += wanted
         instance.eval()
+        if self.inferred is not None:
+            # Guessed inputs: a front end that fails on them says nothing about the model. Its
+            # views come from the scripted graph (`fallback`), and no failure is reported.
+            if not covered:
+                return None
+            failures = []
+            result["inputs_inferred"] = self.inferred
+            notes = [n for n in result.get("trace_notes", []) if "trace failed" not in n]
+            result.pop("trace_notes", None)
+            if notes:
+                result["trace_notes"] = notes
         if not covered:
             if failures and all(f.get("toolchain_fails") for f in failures):
                 # torch.export itself fails on the user's code (the only front end asked): not a
@@ -547,10 +632,66 @@ class _ClassCapture:
         if failures:
             result["graph_errors"] = failures
         result.update(ops=ops, capture="trace", covered=covered)
+        # The classes this trace ran (as the scripted walk lists the ones it went through),
+        # so a part that cannot be built on its own is not reported as unanalysed.
+        result["submodules"] = sorted(
+            {f"{type(m).__module__}.{type(m).__qualname__}" for m in instance.modules() if m is not instance}
+        )
         return result
+
+    def _real_inputs(
+        self, meta_args: tuple[Any, ...], meta_kwargs: dict[str, Any]
+    ) -> tuple[tuple[tuple[Any, ...], dict[str, Any]] | None, int | None]:
+        """The inputs as real CPU tensors for torch.jit.trace, and the limit on the real
+        weights it may allocate (None: the default). Inferred inputs get a lower one: a
+        guess must not make a class cost more than its scripted graph by much."""
+        if self.inferred is None:
+            with current_build(self._record):
+                return _real_inputs(self.config["inputs"], self.module, meta_args, meta_kwargs), None
+        from .graphs import _tensors_in
+        from .infer_inputs import INFERRED_REAL_LIMIT_BYTES, evaluate
+
+        size = sum(t.numel() * t.element_size() for t in _tensors_in(meta_args))
+        if size > INFERRED_REAL_LIMIT_BYTES // 4:
+            return None, INFERRED_REAL_LIMIT_BYTES
+        return (evaluate(self.inferred, "cpu"), {}), INFERRED_REAL_LIMIT_BYTES
 
 
 _UNSET: Any = object()
+
+
+class InferenceBudget:
+    """How many classes of one file may be traced with inferred inputs, counted in
+    classes (never in seconds: a loaded machine gets the same analysis): at most
+    `INFERRED_CLASSES_PER_FILE`. A class whose type an inferred trace of the file already
+    runs as a submodule (`covers`: its calls are in that trace, at the same lines) is
+    scripted first and traced only when TorchScript cannot compile it."""
+
+    def __init__(self, classes: int | None = None):
+        from .infer_inputs import INFERRED_CLASSES_PER_FILE
+
+        self.remaining = INFERRED_CLASSES_PER_FILE if classes is None else classes
+        self.covered: set[type] = set()
+
+    def allows(self, cls: type) -> bool:
+        return self.remaining > 0
+
+    def covers(self, cls: type) -> bool:
+        return cls in self.covered
+
+    def spend(self, instance: Any) -> None:
+        self.remaining -= 1
+        self.covered.update(type(m) for m in instance.modules())
+
+
+def _inference_budget(setting: Any) -> InferenceBudget | None:
+    """The request's `infer_inputs`: true (the default budget), false or 0 (never), or
+    how many classes of the file may be traced with inferred inputs."""
+    if setting is True:
+        return InferenceBudget()
+    if isinstance(setting, int) and not isinstance(setting, bool) and setting > 0:
+        return InferenceBudget(setting)
+    return None
 
 
 def _views_reaching(op: str, views: tuple[str, ...]) -> tuple[str, ...]:
@@ -591,7 +732,7 @@ def capture_class(
 ) -> dict[str, Any]:
     """One class: built, then captured for every view its targets judge (`graph_options`:
     the decomposition tables of the export toolchains, from their installed packages)."""
-    capture = _ClassCapture(qualname, cls, module, config, devices, views, graph_options)
+    capture = _ClassCapture(qualname, cls, module, config, devices, views, graph_options, InferenceBudget())
     capture.start()
     return capture.finish()
 

@@ -172,17 +172,31 @@ def _to_fake(mode: Any, value: Any, device: str) -> Any:
     return value
 
 
+# Plain tensor attributes (not parameters or buffers) made real on the CPU for torch.export,
+# up to this many bytes in all (beyond, they stay fake and export falls back, as before).
+CONSTANT_TENSOR_LIMIT_BYTES = 256 * 1024 * 1024
+
+
 @contextlib.contextmanager
 def on_fake_cpu(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
-    """The module's parameters, buffers and plain tensor attributes swapped for fake CPU
-    tensors of the same shapes (restored afterwards), and the inputs made fake CPU too.
+    """The module's parameters and buffers swapped for fake CPU tensors of the same shapes
+    (restored afterwards), the inputs made fake CPU too, and plain tensor attributes made
+    real CPU tensors.
 
     CPU, not meta: the real exporters run on CPU tensors, and library code decides by
     device (MultiheadAttention takes its `_native_multi_head_attention` fast path on CPU
     under no_grad, which the TorchScript ONNX exporter cannot export); tensors `forward`
-    makes with `device="cpu"` mix with them as they would for real."""
+    makes with `device="cpu"` mix with them as they would for real.
+
+    Plain attributes real, not fake: non-strict torch.export fakifies parameters, buffers
+    and inputs with a fake mode of its own, but a plain attribute (`self.pos =
+    posemb_sincos_2d(...)`, vit-pytorch's SimpleViT) is a constant it lifts as it finds
+    it, so a fake tensor of our mode there fails with "fake mode ... doesn't match mode"
+    where the real export, given a real tensor, succeeds. Real ones are what export is
+    given for real (their values are noise: export never reads values)."""
     mode = _fake_mode()
     saved: list[tuple[dict[str, Any], str, Any]] = []
+    constant_bytes = 0
     try:
         for module in instance.modules():
             for store in torchcompat.tensor_stores(module):
@@ -192,8 +206,16 @@ def on_fake_cpu(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[s
                         store[name] = _to_fake(mode, value, "cpu")
             for name, value in list(vars(module).items()):
                 if isinstance(value, torch.Tensor) and not name.startswith("_"):
+                    if value.device.type != "meta":
+                        continue  # already real (on the CPU): as the real export gets it
+                    size = value.numel() * value.element_size()
                     saved.append((vars(module), name, value))
-                    vars(module)[name] = _to_fake(mode, value, "cpu")
+                    if constant_bytes + size <= CONSTANT_TENSOR_LIMIT_BYTES:
+                        constant_bytes += size
+                        with torch.no_grad():
+                            vars(module)[name] = _real_like(value, name)
+                    else:
+                        vars(module)[name] = _to_fake(mode, value, "cpu")
         yield mode, _to_fake(mode, args, "cpu"), _to_fake(mode, kwargs, "cpu")
     finally:
         for store, name, value in reversed(saved):
@@ -425,16 +447,17 @@ def jit_graph_ops(
     kwargs: dict[str, Any],
     views: tuple[str, ...],
     real_inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
+    limit_bytes: int | None = None,
 ) -> list[GraphOp]:
     """The class as `torch.jit.trace` records it in eval mode under no_grad (what
     coremltools converts and what `torch.onnx.export(dynamo=False)` traces), on real CPU
-    tensors (see `on_real_cpu`), traced once for both jit views. Raises GraphFailure(s)
-    when tracing fails."""
+    tensors (see `on_real_cpu`; at most `limit_bytes` of them, REAL_TENSOR_LIMIT_BYTES by
+    default), traced once for both jit views. Raises GraphFailure(s) when tracing fails."""
     wanted = [v for v in views if v in JIT_VIEWS]
     if not wanted:
         return []
     instance.eval()
-    too_large = _real_size_problem(instance, args, kwargs)
+    too_large = _real_size_problem(instance, args, kwargs, limit_bytes or REAL_TENSOR_LIMIT_BYTES)
     if too_large:
         raise GraphFailure(wanted[0], too_large)
     with on_real_cpu(instance, args, kwargs, real_inputs) as (real_args, real_kwargs), warnings.catch_warnings():

@@ -398,12 +398,26 @@ class BuildRecord:
 
 
 # The trace path asks for inputs by expression only; the build it follows is kept here.
-# The worker captures one class at a time, so this is never shared between two builds.
+# A file's classes are all built before any is traced: each class's capture makes its own
+# build current again (`current_build`) while its inputs are evaluated.
 _last_build: BuildRecord | None = None
 
 
 def last_build() -> BuildRecord | None:
     return _last_build
+
+
+@contextlib.contextmanager
+def current_build(record: BuildRecord | None) -> Iterator[None]:
+    """Make `record` the build the inputs that follow are for: a file's classes are all
+    built before any is traced, so each class's inputs name its own build, not the last."""
+    global _last_build
+    saved = _last_build
+    _last_build = record
+    try:
+        yield
+    finally:
+        _last_build = saved
 
 
 def build(cls: type, module: Any, init: str | None, config: dict[str, Any] | None = None) -> torch.nn.Module:

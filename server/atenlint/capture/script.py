@@ -16,8 +16,10 @@ import ast
 import dataclasses
 import functools
 import importlib
+import importlib.util
 import inspect
 import itertools
+import os
 import re
 import textwrap
 import warnings
@@ -94,6 +96,9 @@ class ScriptedOp:
     # Reached only through a library branch decided at run time (F.interpolate picks the
     # 1-D, 2-D or 3-D kernel by `input.dim()`), which a script capture cannot decide.
     conditional: bool = False
+    # Reached only when `torch.jit.is_tracing()` is this value (the source pass): True, only
+    # the toolchains that convert a trace see it; False, only the others.
+    traced: bool | None = None
 
 
 class ScriptFailure(Exception):
@@ -129,13 +134,26 @@ def forget_module_types() -> None:
 def _script_failure(error: Exception) -> ScriptFailure:
     text = str(error)
     lines = text.splitlines()
-    site = None
+    headline = next((ln.strip() for ln in lines if ln.strip()), type(error).__name__)
+    return ScriptFailure(headline.rstrip(":").rstrip(), _failure_site(lines), text)
+
+
+def _failure_site(lines: list[str]) -> Site | None:
+    """Where TorchScript stopped: the first frame's caret is the failing expression; the
+    frames after it ("... is being compiled since it was called from ...") are its callers,
+    outermost last. The last one may be torch's own code (`Conv2d.forward` calling a
+    subclass's `_conv_forward`), so the innermost frame in the user's files is the site;
+    a failure wholly inside library code keeps its innermost frame."""
+    sites = []
     for index, line in enumerate(lines):
         header = _HEADER_RE.match(line)
         if header:
-            site = _site_from_caret(header["file"], int(header["line"]), lines[index + 1 :]) or site
-    headline = next((ln.strip() for ln in lines if ln.strip()), type(error).__name__)
-    return ScriptFailure(headline.rstrip(":").rstrip(), site, text)
+            site = _site_from_caret(header["file"], int(header["line"]), lines[index + 1 :])
+            if site is not None:
+                sites.append(site)
+    users = [site for site in sites if not is_library_file(site.file)]
+    chosen = users or sites
+    return chosen[0] if chosen else None
 
 
 def _site_from_caret(file: str, line: int, snippet: list[str]) -> Site | None:
@@ -251,6 +269,10 @@ def _specialise(
         for kind, predicate_device in _DEVICE_PREDICATES.items():
             for node in graph.findAllNodes(kind):
                 _replace_with_constant(graph, node.output(), predicate_device == device)
+        for node in graph.findAllNodes("prim::is_quantized"):
+            # atenlint judges float models (it builds them so): a quantized-tensor branch
+            # (torchvision nms's `int_repr`) is never taken.
+            _replace_with_constant(graph, node.output(), False)
     if types:
         torchcompat.run_pass("peephole", graph)
     torchcompat.run_pass("constant_propagation", graph)
@@ -654,6 +676,8 @@ def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> d
     produces (the dynamo ONNX target tells the tables apart by each node's `via`); the
     TorchScript views ("jit", "onnx-jit"): the call itself, as `torch.jit.trace` records it.
     """
+    if view in _TRACE_VIEWS:
+        return traced_tree(op_name, known)
     if view not in ("dispatch", "export", "onnx-export", "executorch-export", "coreml-export"):
         return {"op": op_name, "calls": None}
     if view == "coreml-export":
@@ -677,6 +701,78 @@ def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> d
             tree = {"op": op_name, "calls": None, "undecomposed": True}
         _TREE_CACHE[key] = tree
     return tree
+
+
+# The views whose toolchain converts a torch.jit.trace graph (TorchScript ONNX exporter, coremltools).
+_TRACE_VIEWS = ("jit", "onnx-jit")
+# A trace records `chunk` with constant arguments, unpacked: the fuser canonicalisation both
+# toolchains run first (`_optimize_graph`, coremltools' `_expand_and_optimize_ir`) makes it
+# `prim::ConstantChunk`, which both convert (a trace's prim nodes are never judged).
+_CANONICALISED = {"aten::chunk": "prim::ConstantChunk"}
+
+
+def traced_tree(op_name: str, known: dict[str, Any]) -> dict[str, Any]:
+    """A scripted call as `torch.jit.trace` records it, for the toolchains that convert a
+    trace: the call itself, except for ops torch's tracer does not record (`conv2d`,
+    `conv_transpose2d`: a trace holds the `aten::_convolution` they call, which
+    coremltools converts) and ops those toolchains canonicalise first. The children of a
+    node marked `via: "trace"` are what the trace holds instead of it."""
+    qualified, _, overload = op_name.partition(".")
+    if qualified in _CANONICALISED:
+        return {"op": op_name, "calls": [], "via": "trace"}  # _CANONICALISED[qualified], never judged
+    untraced = untraced_ops()
+    if qualified.partition("::")[2] not in untraced:
+        return {"op": op_name, "calls": None}
+    key = (op_name, _freeze(known), "trace")
+    tree = _TREE_CACHE.get(key)
+    if tree is None:
+        resolved = resolve_overload(qualified, overload)
+        dispatched = call_tree(resolved, known) if resolved is not None else None
+        if dispatched is None or not dispatched.get("calls"):
+            # The trace never holds the op itself, and what it holds instead is unknown
+            # here: nothing said, rather than a verdict on a node the toolchain never sees.
+            tree = {"op": op_name, "calls": [], "via": "trace"}
+        else:
+            tree = {"op": op_name, "calls": _recorded(dispatched["calls"], untraced), "via": "trace"}
+        _TREE_CACHE[key] = tree
+    return tree
+
+
+def _recorded(calls: list[dict[str, Any]], untraced: frozenset[str]) -> list[dict[str, Any]]:
+    """The calls a trace records: an unrecorded op is replaced by what it calls."""
+    out: list[dict[str, Any]] = []
+    for node in calls:
+        name = node["op"].partition("::")[2].split(".")[0]
+        if name in untraced and node.get("calls"):
+            out.extend(_recorded(node["calls"], untraced))
+        else:
+            out.append({"op": node["op"], "calls": None})
+    return out
+
+
+@functools.cache
+def untraced_ops() -> frozenset[str]:
+    """The op names torch's tracer does not record (it records what they call instead):
+    `DONT_RECORD_TRACE` of the installed torch's own trace generator, read from its
+    source (importing torchgen would pull in its YAML parser). Empty when absent."""
+    spec = importlib.util.find_spec("torchgen")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "packaged", "autograd", "gen_trace_type.py")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = parse_module(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "DONT_RECORD_TRACE" for t in statement.targets
+        ):
+            try:
+                return frozenset(str(name) for name in ast.literal_eval(statement.value))
+            except ValueError:
+                return frozenset()
+    return frozenset()
 
 
 def _freeze(value: Any) -> Any:

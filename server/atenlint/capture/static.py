@@ -25,18 +25,18 @@ import re
 import typing
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from .. import torchcompat
-from ..locate import dotted_name
+from ..ast_names import dotted_name
 from ..python_parse import parse_module
-from ..script_typing import widen_int_literals
+from ..script_typing import widen_int_literals, widen_int_literals_by_types
 from .decompose import resolve_overload
 from .paths import is_library_file
-from .script import Site, _Walker, decomposed, script_ops
+from .script import _TRACE_VIEWS, Site, _Walker, decomposed, script_ops
 from .static_flow import ROOT, TENSOR, Context, Facts, Flow, class_attributes
 
 # Fast paths torch takes only on CPU/CUDA (a device check in MultiheadAttention and
@@ -352,6 +352,15 @@ class _Replayer:
                 return found
         # `scale_factor=2`: Python takes an int where a float is annotated, TorchScript does not.
         widened = widen_int_literals(node, target)
+        if widened is None:
+            # A builtin (`dropout_p=0` to F.scaled_dot_product_attention): typed by its schemas.
+            builtin = torchcompat.builtin_name(target)
+            schemas = (
+                _schema_types(builtin.split(".")[0], len(node.args), [k.arg for k in node.keywords]) if builtin else []
+            )
+            widened = next(
+                (w for types in schemas[:6] if (w := widen_int_literals_by_types(node, *types)) is not None), None
+            )
         return self._function(path, widened) if widened is not None else []
 
     def _method(self, node: ast.Call) -> list[Any]:
@@ -684,16 +693,21 @@ class _FileAnalysis:
                     for owner, constructor in submodules[func.attr]:
                         owner._submodule_call(node, constructor, self, device, out, visited, depth, where)
                 else:
-                    cls_owner._follow_method(cls, func.attr, device, out, visited, depth + 1, where)
+                    method = cls_owner._methods(cls).get(func.attr)
+                    inner = _bind_training(node, method[1] if method else None, where, skip_self=True)
+                    cls_owner._follow_method(cls, func.attr, device, out, visited, depth + 1, inner)
                 continue
             found = self.resolve(func)
             if found is not None:
                 owner, definition = found
-                key = (owner.path, definition.name, where.key())
-                if isinstance(definition, ast.ClassDef) or key in visited:
+                if isinstance(definition, ast.ClassDef):
                     continue  # building a user class in forward: its forward runs when it is called
+                inner = _bind_training(node, definition, where)
+                key = (owner.path, definition.name, inner.key())
+                if key in visited:
+                    continue
                 visited.add(key)
-                owner._body(definition, None, None, device, out, visited, depth + 1, where)
+                owner._body(definition, None, None, device, out, visited, depth + 1, inner)
                 continue
             if (
                 isinstance(func, ast.Attribute)
@@ -701,9 +715,22 @@ class _FileAnalysis:
                 and flow.kinds.of(func.value, where) != TENSOR
             ):
                 continue  # `cache.values()`, `np.broadcast_to(...)`, `dist.mode()`: not a tensor's method
-            ops = _in_context(self.replayer(device).call(node), where)
+            ops = _in_context(self._replay_in_modes(node, flow, device), where)
             if ops:
                 out.append((self._site(node), ops))
+
+    def _replay_in_modes(self, node: ast.Call, flow: Flow, device: str) -> list[Any]:
+        """The ops of one torch call; an argument chosen by the mode (`dropout_p=self.p if
+        self.training else 0`) is replayed with its eval value for the eval walk and its
+        training value for the training walk."""
+        replayer = self.replayer(device)
+        per_mode = {training: _choose_by_mode(node, flow, training) for training in (False, True)}
+        if per_mode[False] is None and per_mode[True] is None:
+            return replayer.call(node)
+        found = []
+        for training, chosen in per_mode.items():
+            found += [op for op in replayer.call(chosen or node) if op.training == training]
+        return found
 
     def _submodule_call(
         self,
@@ -745,6 +772,50 @@ class _FileAnalysis:
         )
 
 
+def _choose_by_mode(node: ast.Call, flow: Flow, training: bool) -> ast.Call | None:
+    """`node` with each argument `a if <test of the mode> else b` replaced by the branch
+    that mode takes; None when no argument depends on the mode."""
+    changed = False
+
+    def chosen(value: ast.expr) -> ast.expr:
+        nonlocal changed
+        if isinstance(value, ast.IfExp):
+            test = flow.value(value.test, training)
+            if isinstance(test, bool):
+                changed = True
+                return chosen(value.body if test else value.orelse)
+        return value
+
+    args = [chosen(a) for a in node.args]
+    keywords = [ast.keyword(arg=k.arg, value=chosen(k.value)) for k in node.keywords]
+    if not changed:
+        return None
+    return ast.copy_location(ast.Call(func=node.func, args=args, keywords=keywords), node)
+
+
+def _bind_training(call: ast.Call, definition: Any, context: Context, skip_self: bool = False) -> Context:
+    """The context a followed function runs in: its parameters that this call passes
+    `self.training` (or a name holding it) test the mode (`drop_path(x, p, self.training)`)."""
+    arguments = getattr(definition, "args", None)
+    names: list[str] = []
+    if arguments is not None:
+        positional = [a.arg for a in arguments.posonlyargs + arguments.args][1 if skip_self else 0 :]
+        for index, value in enumerate(call.args):
+            if index < len(positional) and _is_training(value, context):
+                names.append(positional[index])
+        known = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+        names += [
+            k.arg for k in call.keywords if k.arg is not None and k.arg in known and _is_training(k.value, context)
+        ]
+    return replace(context, training_names=tuple(names))
+
+
+def _is_training(value: ast.AST, context: Context) -> bool:
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        return value.value.id == "self" and value.attr == "training"
+    return isinstance(value, ast.Name) and value.id in context.training_names
+
+
 def _in_context(ops: list[Any], context: Context) -> list[Any]:
     """The ops of one call as its place in forward allows: a training-only block keeps the
     training walk's ops, an eval-only one the eval walk's; an optional branch marks them
@@ -757,7 +828,9 @@ def _in_context(ops: list[Any], context: Context) -> list[Any]:
             continue
         if op.device == "mps" and op.op in CPU_CUDA_FAST_PATHS:
             continue
-        kept.append(_replace(op, conditional=True) if context.optional and not op.conditional else op)
+        if context.optional and not op.conditional:
+            op = _replace(op, conditional=True)
+        kept.append(_replace(op, traced=context.tracing) if context.tracing is not None else op)
     return kept
 
 
@@ -824,9 +897,14 @@ def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views:
     for site, scripted_ops in calls:
         for op in scripted_ops:
             sites = (site,) + tuple(s for s in op.sites if not s.file.startswith(_WRAPPER_FILE))
-            key = (op.op, sites, repr(sorted((k, repr(v)) for k, v in op.known.items())))
+            key = (op.op, sites, repr(sorted((k, repr(v)) for k, v in op.known.items())), op.traced)
             entry = merged.get(key)
             if entry is None:
+                # A call under `torch.jit.is_tracing()` reaches only the trace views (or, under
+                # its negation, only the others).
+                reaching = tuple(v for v in views if op.traced is None or (v in _TRACE_VIEWS) == op.traced)
+                if not reaching:
+                    continue
                 entry = merged[key] = {
                     "op": op.op,
                     "args": {},
@@ -834,7 +912,7 @@ def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views:
                     "devices": [],
                     "conditional": True,
                     "sites": [dict(s.as_json(), library=is_library_file(s.file) and s is not site) for s in sites],
-                    "trees": {view: decomposed(op.op, op.known, view) for view in views},
+                    "trees": {view: decomposed(op.op, op.known, view) for view in reaching},
                 }
             entry["conditional"] = entry["conditional"] and op.conditional
             for key_name, value in (("phases", "train" if op.training else "eval"), ("devices", op.device)):

@@ -11,8 +11,12 @@ Reads `ast` only (no user code; torch is consulted to tell its functions from it
   annotated otherwise, narrowed by `isinstance` to another class, assigned a literal, a
   numpy or builtin result, or is a module. Otherwise the pass is silent.
 * Which branch runs? `if self.training` / `if not self.training: return x` split train and
-  eval (export targets only judge eval); a branch forward takes only when an optional
-  argument (`return_loss=False`, `mask=None`) is given is marked optional (information).
+  eval (export targets only judge eval), also where a helper is passed `self.training`;
+  `torch.jit.is_scripting()` is false (every toolchain that judges ops converts a graph
+  Python produced), `torch.jit.is_tracing()` true only for the toolchains that convert a
+  trace, a tensor's `is_quantized` false (float models); a branch forward takes only when
+  an optional argument (`return_loss=False`, `mask=None`) is given is marked optional
+  (information).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import torchcompat
 from ..python_parse import parse_expression
 
 TENSOR, OTHER = "tensor", "other"
@@ -344,13 +349,19 @@ class Context:
     training: bool | None = None  # True: reached only in training; False: only in eval
     optional: bool = False  # only when an optional argument is given (information)
     narrowed: tuple[tuple[str, str | None], ...] = ()  # ((name, kind), ...) from an enclosing isinstance test
+    # True: reached only under `torch.jit.is_tracing()` (the toolchains that convert a
+    # trace); False: only when not tracing (eager, torch.export).
+    tracing: bool | None = None
+    # This function's parameters that the caller passed `self.training` (`drop_path(x, p,
+    # self.training)`): a test on them is a test on the mode.
+    training_names: tuple[str, ...] = ()
 
     def narrow(self, name: str, kind: str | None) -> Context:
         rest = tuple(item for item in self.narrowed if item[0] != name)
         return replace(self, narrowed=rest + ((name, kind),))
 
     def key(self) -> tuple[Any, ...]:
-        return (self.training, self.optional)
+        return (self.training, self.optional, self.tracing, self.training_names)
 
 
 ROOT = Context()
@@ -861,10 +872,13 @@ class Flow:
         self, test: ast.AST, context: Context, values: dict[str, Any]
     ) -> tuple[Context | None, Context | None]:
         """The contexts of the if-body and the else-branch (None: never runs)."""
-        in_eval = self._value(test, values, False, defaults=False)
-        in_train = self._value(test, values, True, defaults=False)
-        body = _with_modes(context, _may_be(in_eval, True), _may_be(in_train, True))
-        orelse = _with_modes(context, _may_be(in_eval, False), _may_be(in_train, False))
+        outcomes = {
+            (training, tracing): self._value(test, values, training, defaults=False, tracing=tracing)
+            for training in (False, True)
+            for tracing in (False, True)
+        }
+        body = _with_modes(context, {mode for mode, value in outcomes.items() if _may_be(value, True)})
+        orelse = _with_modes(context, {mode for mode, value in outcomes.items() if _may_be(value, False)})
         if self.defaults:
             by_default = self._value(test, values, None)
             if by_default is not _UNKNOWN and self._mentions_optional(test, values):
@@ -894,22 +908,50 @@ class Flow:
                 kinds.add(OTHER)
         return kinds.pop() if len(kinds) == 1 else None
 
-    def _value(self, node: ast.AST, values: dict[str, Any], training: bool | None, defaults: bool = True) -> Any:
-        """The value of a test when `self.training` is `training` and optional arguments
-        keep their defaults (`defaults=False`: they are unknown); _UNKNOWN when unsure."""
+    def value(self, node: ast.AST, training: bool) -> Any:
+        """A test's value in one mode (the replay of `dropout_p=p if self.training else 0`
+        picks its argument by it); _UNKNOWN when unsure."""
+        return self._value(node, {}, training, defaults=False)
+
+    def _value(
+        self,
+        node: ast.AST,
+        values: dict[str, Any],
+        training: bool | None,
+        defaults: bool = True,
+        tracing: bool | None = None,
+    ) -> Any:
+        """The value of a test when `self.training` is `training`, `torch.jit.is_tracing()`
+        is `tracing` and optional arguments keep their defaults (`defaults=False`: they are
+        unknown); _UNKNOWN when unsure."""
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Attribute) and _self_attribute(node) == "training":
             return _UNKNOWN if training is None else training
+        if isinstance(node, ast.Attribute) and node.attr == "is_quantized" and _self_attribute(node) is None:
+            # A tensor's flag (not a module's own `self.is_quantized` setting): atenlint judges
+            # float models (it builds them so), so a quantized-tensor branch (torchvision
+            # nms's `int_repr`) is never taken.
+            return False
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            path = self.facts.torch_path(node.func)
+            if path in _SCRIPTING_TESTS:
+                # Every toolchain that judges ops converts a graph Python produced (eager,
+                # a trace, torch.export); the torchscript target judges the compile itself.
+                return False
+            if path in _TRACING_TESTS:
+                return _UNKNOWN if tracing is None else tracing
         if isinstance(node, ast.Name):
+            if node.id in self.context.training_names:
+                return _UNKNOWN if training is None else training
             if defaults and node.id in values:
                 return values[node.id]
             return _UNKNOWN
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            value = self._value(node.operand, values, training, defaults)
+            value = self._value(node.operand, values, training, defaults, tracing)
             return _UNKNOWN if value is _UNKNOWN else not value
         if isinstance(node, ast.BoolOp):
-            results = [self._value(v, values, training, defaults) for v in node.values]
+            results = [self._value(v, values, training, defaults, tracing) for v in node.values]
             if isinstance(node.op, ast.And):
                 if any(r is not _UNKNOWN and not r for r in results):
                     return False
@@ -918,8 +960,8 @@ class Flow:
                 return True
             return False if all(r is not _UNKNOWN for r in results) else _UNKNOWN
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            left = self._value(node.left, values, training, defaults)
-            right = self._value(node.comparators[0], values, training, defaults)
+            left = self._value(node.left, values, training, defaults, tracing)
+            right = self._value(node.comparators[0], values, training, defaults, tracing)
             if left is _UNKNOWN or right is _UNKNOWN:
                 return _UNKNOWN
             op = node.ops[0]
@@ -952,15 +994,27 @@ def _may_be(value: Any, truth: bool) -> bool:
         return True
 
 
-def _with_modes(context: Context | None, in_eval: bool, in_train: bool) -> Context | None:
-    if context is None or not (in_eval or in_train):
+_SCRIPTING_TESTS = torchcompat.SCRIPTING_TESTS
+_TRACING_TESTS = torchcompat.TRACING_TESTS
+
+
+def _with_modes(context: Context | None, modes: set[tuple[bool, bool]]) -> Context | None:
+    """`context` narrowed to the (training, tracing) modes a branch runs in; None: none."""
+    if context is None:
         return None
-    if in_eval and in_train:
-        return context
-    mode = bool(in_train)
-    if context.training is not None and context.training != mode:
+    modes = {
+        (training, tracing)
+        for training, tracing in modes
+        if context.training in (None, training) and context.tracing in (None, tracing)
+    }
+    if not modes:
         return None
-    return replace(context, training=mode)
+    trainings, tracings = {mode[0] for mode in modes}, {mode[1] for mode in modes}
+    return replace(
+        context,
+        training=trainings.pop() if len(trainings) == 1 else context.training,
+        tracing=tracings.pop() if len(tracings) == 1 else context.tracing,
+    )
 
 
 def _constant(node: ast.AST) -> Any:

@@ -176,11 +176,25 @@ class _TraceRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # tor
         """A Python number read from a tensor cannot be known without data: go on with a
         plausible one, and mark what follows as depending on it."""
         self.guessed = True
-        if tensor.dtype == torch.bool:
-            return True
-        if tensor.dtype.is_floating_point:
-            return 0.5
-        return 1
+        return _plausible_scalar(tensor)
+
+
+def _plausible_scalar(tensor: torch.Tensor) -> Any:
+    if tensor.dtype == torch.bool:
+        return True
+    if tensor.dtype.is_floating_point:
+        return 0.5
+    return 1
+
+
+class _ScalarGuesser(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
+    """Only what a forward needs to run on fake tensors as the recorder runs it (a number
+    read from a tensor gets the same plausible value), recording nothing."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func is torch.ops.aten._local_scalar_dense.default:
+            return _plausible_scalar(args[0])
+        return func(*args, **(kwargs or {}))
 
 
 class _ConstantWatcher(torch.overrides.TorchFunctionMode):
@@ -318,6 +332,30 @@ def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], l
     if not found and failure is not None:
         raise failure
     return found, notes
+
+
+def runs_on_fake(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
+    """Whether `instance(*inputs)` runs in eval mode on fake tensors (what inferred inputs
+    must do to be kept: the cheapest run there is, recording nothing). The instance's
+    train/eval state is left as it was: the scripted graph, if these inputs fail, reads it."""
+    states = [(m, m.training) for m in instance.modules()]
+    instance.eval()
+    # Fake tensors log every meta kernel that raises, with its stack: a guess that does not
+    # fit is expected here, not worth a page of the worker's stderr.
+    fake_log = torchcompat.fake_tensor_logger()
+    was_disabled, fake_log.disabled = fake_log.disabled, True
+    try:
+        guesser = _ScalarGuesser()  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
+        with warnings.catch_warnings(), torch.device("meta"), _fake_mode(), guesser, torch.no_grad():
+            warnings.simplefilter("ignore")
+            instance(*inputs)
+    except Exception:  # noqa: BLE001 - the guess does not fit this forward
+        return False
+    finally:
+        fake_log.disabled = was_disabled
+        for module, training in states:
+            module.training = training
+    return True
 
 
 def _run(instance: Any, arguments: Any, recorder: Any, keywords: Any = None) -> None:

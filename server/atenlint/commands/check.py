@@ -7,14 +7,22 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..baseline import Baseline, BaselineError, new_findings, read_baseline, write_baseline
 from ..config import KNOWN_TARGETS, ConfigError, SettingsResolver, parse_targets
-from ..engine import Engine, Report
+from ..engine import Engine
 from ..findings import once_per_run
 from ..fixes.apply import FixOutcome, fix_summary, fix_until_clean
-from ..output import report_json, report_text, statistics, statistics_lines
+from ..formats.github import report_github
+from ..formats.sarif import report_sarif
+from ..inputs_suggest import add_inputs_to_paths
+from ..output import report_json, report_text, statistics, statistics_lines, summary_line
+from ..pipeline import check_paths
+from ..result_cache import EnvironmentUnknown, ResultCache, environment_fingerprint
+from ..run_report import Report
+from ..settings_schema import SettingError, cap_workers, checked_number, machine_capacity
 from ..worker.pool import WorkerFailure, WorkerPool, WorkerSettings
 from .common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, UsageError, default_jobs, stderr_log
 
@@ -112,6 +120,13 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         'json: "statistics"; sarif/github: on stderr)',
     )
     parser.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="reuse the stored result of each file whose contents, dependencies, settings, atenlint, "
+        "Python and installed packages are unchanged since a previous --incremental run "
+        "(stored under $ATENLINT_CACHE_DIR, default the user cache folder)",
+    )
     return parser
 
 
@@ -121,13 +136,11 @@ def resolver_from_args(args: argparse.Namespace) -> SettingsResolver:
         if args.target:
             overrides["targets"] = parse_targets(",".join(args.target), "--target")
         if getattr(args, "timeout", None) is not None:
-            if args.timeout <= 0:
-                raise ConfigError("--timeout: must be a positive number of seconds")
-            overrides["timeout"] = args.timeout
+            overrides["timeout"] = checked_number("timeout", args.timeout, "--timeout")
         if args.config and not os.path.isfile(args.config):
             raise ConfigError(f"--config: no such file: {args.config}")
         return SettingsResolver(args.config, overrides)
-    except ConfigError as error:
+    except (ConfigError, SettingError) as error:
         raise UsageError(str(error)) from None
 
 
@@ -145,26 +158,33 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--require-exec cannot be combined with --no-exec (nothing is executed then)")
     baseline = _baseline_from_args(args)
     if getattr(args, "add_inputs", False):
-        from ..inputs_suggest import add_inputs_to_paths
-
         for line in add_inputs_to_paths(args.paths, resolver):
             print(line, file=sys.stderr)
     log = stderr_log(args.verbose)
-    jobs = args.jobs or default_jobs(args.paths, resolver)
+    # `--jobs 100000` or a cloned project's `workers = 64` must not start more interpreters
+    # than the machine holds (each is a torch import: hundreds of MB).
+    capped = cap_workers(args.jobs or default_jobs(args.paths, resolver), machine_capacity())
+    jobs = capped.workers
+    if capped.note:
+        print(f"atenlint: {capped.note}", file=sys.stderr)
     worker_settings = WorkerSettings(python=args.python or sys.executable)
     if getattr(args, "no_sandbox", False):
         worker_settings.sandbox = False
     pool = WorkerPool(jobs, worker_settings, log=log)
     engine = Engine(pool, resolver, log=log)
+    cache = _result_cache(args, worker_settings, engine, log)
     try:
-        engine.start_in_background()  # check_paths waits for it after finding the files
+        if cache is None:
+            # check_paths waits for it after finding the files; an incremental run starts
+            # the workers only if some file is not in the cache.
+            engine.start_in_background()
 
         def check() -> Report:
-            return engine.check_paths(args.paths, jobs=jobs, execute=not args.no_exec)
+            return check_paths(engine, args.paths, jobs=jobs, execute=not args.no_exec, cache=cache)
 
         fixed: FixOutcome | None = None
         if args.fix:
-            report, fixed = fix_until_clean(check, args.unsafe_fixes, log)
+            report, fixed = fix_until_clean(check, args.unsafe_fixes, log, allowed_roots=args.paths)
         else:
             report = check()
     except WorkerFailure as failure:
@@ -178,8 +198,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         pool.close()
     report.seconds = time.perf_counter() - started  # what the user waited, worker start included
-    for lost in engine.torch_degradations:  # once per run, not per file: a torch that moved a private API
+    degradations = engine.run_notes if engine.hello or cache is None else cache.torch_degradations
+    for lost in degradations:  # once per run, not per file: a torch that moved a private API
         print(f"atenlint: note: {lost}", file=sys.stderr)
+    if cache is not None:
+        cache.prune()
     report.findings = once_per_run(report.findings)  # "coremltools is not installed" once, not per class
     if args.write_baseline:
         try:
@@ -194,7 +217,10 @@ def run(args: argparse.Namespace) -> int:
     baselined = 0
     if baseline is not None:
         report.findings, baselined = new_findings(report.findings, baseline)
-    _write_output(args, _render(args, report, fixed, baselined))
+    rendered = _render(args, report, fixed, baselined)
+    if cache is not None:
+        rendered = _with_cache_summary(args, report, rendered, cache)
+    _write_output(args, rendered)
     counts = report.counts()
     if any(f.code == "ATL099" for f in report.findings):
         return EXIT_INTERNAL  # atenlint itself failed on some file: it was not checked
@@ -212,6 +238,43 @@ def run(args: argparse.Namespace) -> int:
     if any(f.code == "ATL099" for f in report.findings):
         return EXIT_INTERNAL  # atenlint itself failed on some file: it was not checked
     return EXIT_FINDINGS if counts["error"] or counts["warning"] else EXIT_CLEAN
+
+
+def _result_cache(
+    args: argparse.Namespace, worker: WorkerSettings, engine: Engine, log: Callable[[str], None]
+) -> ResultCache | None:
+    """--incremental: the stored results of runs like this one (same interpreter and
+    packages, atenlint, sandbox and mode), or None (not asked, or the interpreter cannot
+    describe its packages: then every file is checked, as without the flag)."""
+    if not getattr(args, "incremental", False):
+        return None
+    try:
+        environment = environment_fingerprint(worker.python)
+    except EnvironmentUnknown as error:
+        print(f"atenlint: --incremental: checking every file ({error})", file=sys.stderr)
+        return None
+    try:
+        return ResultCache(
+            environment,
+            execute=not args.no_exec,
+            sandbox=worker.sandbox,
+            log=log,
+            run_notes=lambda: engine.torch_degradations,
+            cwd=engine.cwd,
+        )
+    except OSError as error:
+        print(f"atenlint: --incremental: checking every file (no cache folder: {error})", file=sys.stderr)
+        return None
+
+
+def _with_cache_summary(args: argparse.Namespace, report: Report, rendered: str, cache: ResultCache) -> str:
+    """The text summary line says how many files came from the cache; machine formats keep
+    stdout identical to a run without --incremental, so it goes to stderr there."""
+    line = summary_line(report)
+    if args.format == "text" and rendered.endswith(line + "\n"):
+        return rendered[: -len(line) - 1] + f"{line} [{cache.summary()}]\n"
+    print(f"atenlint: {cache.summary()}", file=sys.stderr)
+    return rendered
 
 
 def _baseline_from_args(args: argparse.Namespace) -> Baseline | None:
@@ -251,11 +314,7 @@ def _render(args: argparse.Namespace, report: Report, fixed: FixOutcome | None, 
                 file=sys.stderr,
             )
         if args.format == "sarif":
-            from ..formats.sarif import report_sarif
-
             return json.dumps(report_sarif(report, statistics=rows), indent=2, ensure_ascii=False) + "\n"
-        from ..formats.github import report_github
-
         return report_github(report)
     text = report_text(report, statistics=rows, baselined=baselined)
     return (fix_summary(fixed) if fixed is not None else "") + text

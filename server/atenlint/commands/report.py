@@ -10,7 +10,9 @@ import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..config import ConfigError, SettingsResolver, parse_targets
-from ..engine import Engine, problems_for
+from ..discover import iter_python_files
+from ..engine import Engine
+from ..judging import problems_for
 from ..report_markdown import section, verdict_table
 from ..targets.site_verdict import CONDITIONAL, PROBLEM, SUPPORTED, SiteVerdict, VerdictAggregate
 from ..worker.pool import WorkerPool, WorkerSettings
@@ -90,8 +92,6 @@ def _verdicts(entry: dict[str, dict[str, Any]]) -> dict[str, SiteVerdict]:
 
 
 def _files(paths: list[str]) -> list[str]:
-    from ..discover import iter_python_files
-
     files, _ = iter_python_files(paths)
     return files
 

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..targets import build_target, names
+from ..targets.registry_data import RegistryUnavailable, load
 from ..worker.protocol import check_hello
-from .common import EXIT_CLEAN, UsageError
+from .common import EXIT_CLEAN, EXIT_INTERNAL, UsageError
 from .session import open_engine
 
 if TYPE_CHECKING:
@@ -31,8 +32,6 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
 
 def statuses(engine: Engine, settings: Settings) -> list[TargetStatus]:
     """Every target's status, judged with a started engine's tables."""
-    from ..targets.registry_data import load
-
     if engine.native is None:
         raise RuntimeError("the engine has not started: no native function table to judge with")
     hello = check_hello(engine.hello)
@@ -47,9 +46,15 @@ def statuses(engine: Engine, settings: Settings) -> list[TargetStatus]:
 def run(args: argparse.Namespace) -> int:
     settings = Settings(onnx_exporter=args.onnx_exporter)
     with open_engine(args) as engine:
-        rows = statuses(engine, settings)
+        try:
+            rows = statuses(engine, settings)
+        except RegistryUnavailable as error:
+            # atenlint's own failure (exit 3), never a table of guessed "unavailable" rows.
+            print(f"atenlint: {error}", file=sys.stderr)
+            return EXIT_INTERNAL
+    containment = dict(engine.hello.get("containment") or {})
     if args.format == "json":
-        json.dump({"torch": engine.torch_version, "targets": rows}, sys.stdout, indent=2)
+        json.dump({"torch": engine.torch_version, "targets": rows, "containment": containment}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_CLEAN
     for row in rows:
@@ -58,7 +63,23 @@ def run(args: argparse.Namespace) -> int:
         for key, value in row["data"].items():
             print(f"{'':<12} {key}: {value}")
     print("onnx:N       ONNX at opset N (e.g. onnx:17); `--target a,b` judges several at once")
+    print(f"analysed code: {containment_words(containment)}")
     return EXIT_CLEAN
+
+
+def containment_words(containment: dict[str, object]) -> str:
+    """How the kernel contains the user's code on this system, in one line."""
+    layers = []
+    if containment.get("fork"):
+        layers.append("one process per file, forked from a warm worker")
+    if containment.get("landlock_abi"):
+        layers.append(f"Landlock ABI {containment['landlock_abi']}")
+    if containment.get("seccomp"):
+        layers.append("a seccomp filter")
+    missing = containment.get("missing")
+    if isinstance(missing, list) and missing:
+        layers.append("not contained by the kernel: " + "; ".join(str(m) for m in missing))
+    return ", ".join(layers) or "unknown (an older worker)"
 
 
 __all__ = ["UsageError", "add_parser", "run"]

@@ -2,29 +2,27 @@
 re-check, and repeat while nested calls still have fixes left.
 
 Only rewrites are applied: silencing a warning or explaining an environment variable
-are choices for a person, offered in the editor. A file is written only when its bytes
-are still the ones analysed; everything outside the edited spans stays byte-identical
-(encoding, line breaks, BOM and all).
+are choices for a person, offered in the editor. A file is written only when it is
+inside the paths given, not a link, not hard-linked, writable, and its bytes are still
+the ones analysed (safe_write.py); everything outside the edited spans stays
+byte-identical (encoding, line breaks, BOM and all; in a notebook, everything but the
+edited cells' sources).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..finding_data import Fix
 from ..findings import Finding
-from ..notebook import apply_cell_fixes, is_notebook
+from ..notebook import NOTEBOOK_SUFFIX, fix_cells, is_notebook
+from ..run_report import Report
 from ..sourcetext import DecodeError, Range
 from .edits import EncodedText, LineIndex, TextEdit, overlaps, text_fingerprint
 from .model import REWRITE
-
-if TYPE_CHECKING:
-    from ..engine import Report
+from .safe_write import WriteRefused, read_for_fix, replace_if_unchanged
 
 MAX_PASSES = 4  # a pass per level of nesting (`take(heaviside(x, v), i)` needs two)
 
@@ -82,69 +80,81 @@ def choose(findings: list[Finding], unsafe: bool) -> list[tuple[Finding, Fix]]:
     return chosen
 
 
-def apply_to_files(chosen: list[tuple[Finding, Fix]]) -> FixOutcome:
+def apply_to_files(chosen: list[tuple[Finding, Fix]], allowed_roots: Sequence[str] | None = None) -> FixOutcome:
     """Write the chosen fixes; a fix overlapping one already taken in its file waits for the
-    next pass (after a re-check its edits are fresh)."""
+    next pass (after a re-check its edits are fresh).
+
+    `allowed_roots`: the paths the user gave; a file outside them is never written (a
+    finding's location comes from analysed code, which may reach or forge any path).
+    None only where the caller has already restricted the findings. Links, hard-linked,
+    read-only and changed files are left alone and reported (fixes/safe_write.py)."""
     outcome = FixOutcome([], [], 1)
     by_file: dict[str, list[tuple[Finding, Fix]]] = {}
     for finding, fix in chosen:
         by_file.setdefault(finding.abs_path, []).append((finding, fix))
     for path, fixes in by_file.items():
-        if is_notebook(path):  # edits are in cells: the notebook module rewrites the .ipynb
-            _apply_to_notebook(path, fixes, outcome)
+        try:
+            read = read_for_fix(path, allowed_roots)
+        except WriteRefused as refused:
+            outcome.skipped.extend((f, str(refused)) for f, _ in fixes)
+            continue
+        if is_notebook(path):  # edits are in cells: only the edited cells' sources change
+            new_data, applied, skipped = fix_cells(read.data, fixes, text_fingerprint)
+            outcome.skipped.extend(skipped)
+            suffix = NOTEBOOK_SUFFIX
+        else:
+            new_data, applied = _fixed_source(read.data, fixes, outcome)
+            suffix = ".py"
+        if new_data is None or not applied:
             continue
         try:
-            with open(path, "rb") as handle:
-                original = EncodedText.read(handle.read())
-        except (OSError, DecodeError) as error:
-            outcome.skipped.extend((f, f"cannot read the file: {error}") for f, _ in fixes)
+            replace_if_unchanged(read, new_data, suffix)
+        except WriteRefused as refused:
+            outcome.skipped.extend((f, str(refused)) for f, _ in applied)
             continue
-        index = LineIndex(original.text)
-        taken: list[TextEdit] = []
-        applied: list[tuple[Finding, Fix]] = []
-        for finding, fix in fixes:
-            if finding.data.get("text_sha256") != text_fingerprint(original.text):
-                outcome.skipped.append((finding, "the file changed since it was analysed"))
-                continue
-            edits = [TextEdit.from_json(e, index) for e in fix["edits"]]
-            if any(overlaps(new, old) and new != old for new in edits for old in taken):
-                outcome.skipped.append((finding, "overlaps another fix; applied on the next pass"))
-                continue
-            taken.extend(e for e in edits if e not in taken)
-            applied.append((finding, fix))
-        if not applied:
+        except OSError as error:
+            outcome.skipped.extend((f, f"cannot write the file: {error.strerror or error}") for f, _ in applied)
             continue
-        _write(path, original.with_edits(taken))
         outcome.applied.extend(_applied_fix(finding, fix) for finding, fix in applied)
     return outcome
 
 
-def _apply_to_notebook(path: str, fixes: list[tuple[Finding, Fix]], outcome: FixOutcome) -> None:
-    applied, skipped = apply_cell_fixes(path, fixes, text_fingerprint)
-    outcome.skipped.extend(skipped)
-    outcome.applied.extend(_applied_fix(finding, fix) for finding, fix in applied)
-
-
-def _write(path: str, data: bytes) -> None:
-    """Replace the file atomically, keeping its permissions."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".atenlint-", suffix=".py", dir=directory)
+def _fixed_source(
+    data: bytes, fixes: list[tuple[Finding, Fix]], outcome: FixOutcome
+) -> tuple[bytes | None, list[tuple[Finding, Fix]]]:
+    """A Python file's new bytes with the fixes that apply, and those fixes."""
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+        original = EncodedText.read(data)
+    except DecodeError as error:
+        outcome.skipped.extend((f, f"cannot read the file: {error}") for f, _ in fixes)
+        return None, []
+    index = LineIndex(original.text)
+    taken: list[TextEdit] = []
+    applied: list[tuple[Finding, Fix]] = []
+    for finding, fix in fixes:
+        if finding.data.get("text_sha256") != text_fingerprint(original.text):
+            outcome.skipped.append((finding, "the file changed since it was analysed"))
+            continue
+        edits = [TextEdit.from_json(e, index) for e in fix["edits"]]
+        if any(overlaps(new, old) and new != old for new in edits for old in taken):
+            outcome.skipped.append((finding, "overlaps another fix; applied on the next pass"))
+            continue
+        taken.extend(e for e in edits if e not in taken)
+        applied.append((finding, fix))
+    if not applied:
+        return None, []
+    return original.with_edits(taken), applied
 
 
 def fix_until_clean(
-    check: Callable[[], Report], unsafe: bool, log: Callable[[str], None] | None = None
+    check: Callable[[], Report],
+    unsafe: bool,
+    log: Callable[[str], None] | None = None,
+    allowed_roots: Sequence[str] | None = None,
 ) -> tuple[Report, FixOutcome]:
     """Check, apply the chosen fixes, check again; stop when nothing more applies. Returns
-    the last report (what is left) and everything applied."""
+    the last report (what is left) and everything applied. `allowed_roots`: as for
+    `apply_to_files` (the CLI passes the paths it was given)."""
     total = FixOutcome([], [], 0)
     report = check()
     seen: set[tuple[str, Range, str, str]] = set()
@@ -157,7 +167,7 @@ def fix_until_clean(
         if not chosen:
             break
         seen.update((f.abs_path, f.range, fix["id"], fix["title"]) for f, fix in chosen)
-        outcome = apply_to_files(chosen)
+        outcome = apply_to_files(chosen, allowed_roots)
         total.passes += 1
         total.applied.extend(outcome.applied)
         # An overlapping fix is retried on the next pass; other skips are final.

@@ -26,7 +26,7 @@ from .catalog import REMEDIES, REWRITES
 from .conditions import CHECKS, DERIVATIONS, Context
 from .edits import TextEdit, apply_edits, text_fingerprint
 from .imports import import_edit, import_statement
-from .model import MODULES, Entry, Remedy, Rewrite, offered_in, placeholders
+from .model import MODULES, SUPPRESS, Entry, Remedy, Rewrite, offered_in, placeholders
 from .remedies import BUILDERS
 from .template import RenderError, Value, expand_optional, parse_value, render, trimmed_edit
 
@@ -118,6 +118,9 @@ def fixes_for(
             continue
         if built is not None:
             out.append(built)
+    # Silencing hides the problem and solves nothing: whatever else is offered comes first,
+    # in every list (the editor's actions, a notebook's, the JSON's `fixes`).
+    out.sort(key=lambda fix: fix.get("kind") == SUPPRESS)
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..bounded_read import read_regular_file
 from ..config import Settings
 from ..finding_data import Fix, FixEdit
 from ..findings import Finding
@@ -14,6 +15,7 @@ from .edits import LineIndex, TextEdit
 from .imports import import_edit, import_statement, insertion_point
 from .model import Remedy
 
+_MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a pyproject.toml; larger is not one a person wrote
 FALLBACK_WARNING = "The operator '{op}' is not currently supported on the MPS backend"
 
 
@@ -134,9 +136,8 @@ def raise_onnx_opset(
 def _targets_edit(config: str, current: str, wanted: str) -> FixEdit | None:
     """Replace the target's string in `[tool.atenlint] targets = [...]` (one line) of the config."""
     try:
-        with open(config, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError):
+        text = read_regular_file(config, _MAX_CONFIG_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError):  # NotRegularFile is an OSError
         return None
     index = LineIndex(text)
     section = None

@@ -7,9 +7,10 @@ the message, and also `:` and `,` in property values.
 
 from __future__ import annotations
 
-from ..engine import Report
 from ..findings import Finding
+from ..run_report import Report
 from . import locations
+from .redact import finding_message, machine_text, secret_values
 
 COMMAND = {"error": "error", "warning": "warning", "information": "notice", "hint": "notice"}
 
@@ -22,7 +23,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding, root: str) -> str:
+def annotation(finding: Finding, root: str, secrets: list[tuple[str, str]] | None = None) -> str:
     path = locations.absolute(finding)
     file = locations.relative_to_root(path, root) or path
     region = locations.region(finding)
@@ -37,12 +38,15 @@ def annotation(finding: Finding, root: str) -> str:
     ]
     rendered = ",".join(f"{name}={escape_property(value)}" for name, value in properties)
     target = f"[{finding.target}] " if finding.target else ""
-    return f"::{COMMAND.get(finding.severity, 'warning')} {rendered}::{escape_data(target + finding.message)}"
+    message = finding_message(finding, secret_values() if secrets is None else secrets)
+    return f"::{COMMAND.get(finding.severity, 'warning')} {rendered}::{escape_data(target + message)}"
 
 
 def report_github(report: Report, root: str | None = None) -> str:
     root = root or locations.repository_root()
-    lines = [annotation(finding, root) for finding in report.findings]
+    secrets = secret_values()
+    lines = [annotation(finding, root, secrets) for finding in report.findings]
     for error in report.errors:
-        lines.append(f"::error file={escape_property(error.path)},title=atenlint::{escape_data(error.message)}")
+        message = machine_text(error.message, (), secrets)
+        lines.append(f"::error file={escape_property(error.path)},title=atenlint::{escape_data(message)}")
     return "".join(line + "\n" for line in lines)

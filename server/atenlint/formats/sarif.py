@@ -15,11 +15,12 @@ from typing import Any
 
 from .. import __version__
 from ..baseline import BaselineKey, SourceLookup, key_of
-from ..engine import Report
 from ..finding_data import Fix
 from ..findings import Finding
 from ..output import StatisticsRow
+from ..run_report import Report
 from . import locations
+from .redact import finding_message, machine_text, secret_values
 from .rules import help_uri, rule_for
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -38,13 +39,14 @@ def report_sarif(report: Report, root: str | None = None, statistics: list[Stati
     rule_index: dict[str, int] = {}
     results: list[Json] = []
     occurrences: dict[BaselineKey, int] = {}
+    secrets = secret_values()  # read once: the same redaction for every message
     for finding in report.findings:
         if finding.code not in rule_index:
             rule_index[finding.code] = len(rules)
             rules.append(_rule(finding))
         key = key_of(finding, lookup)
         occurrence = occurrences[key] = occurrences.get(key, 0) + 1
-        results.append(_result(finding, rule_index[finding.code], root, _stable_hash(key, root), occurrence))
+        results.append(_result(finding, rule_index[finding.code], root, _stable_hash(key, root), occurrence, secrets))
     run: Json = {
         "tool": {
             "driver": {
@@ -58,7 +60,7 @@ def report_sarif(report: Report, root: str | None = None, statistics: list[Stati
         "originalUriBaseIds": {ROOT_ID: {"uri": locations.file_uri(root).rstrip("/") + "/"}},
         "columnKind": "utf16CodeUnits",
         "results": results,
-        "invocations": [_invocation(report)],
+        "invocations": [_invocation(report, secrets)],
         "properties": {"torch": report.torch_version, "targets": list(report.targets)},
     }
     if statistics is not None:
@@ -90,7 +92,9 @@ def _artifact(path: str, root: str) -> Json:
     return {"uri": locations.uri_reference(relative), "uriBaseId": ROOT_ID}
 
 
-def _result(finding: Finding, index: int, root: str, fingerprint: str, occurrence: int) -> Json:
+def _result(
+    finding: Finding, index: int, root: str, fingerprint: str, occurrence: int, secrets: list[tuple[str, str]]
+) -> Json:
     region = locations.region(finding)
     physical: Json = {
         "artifactLocation": _artifact(locations.absolute(finding), root),
@@ -105,7 +109,7 @@ def _result(finding: Finding, index: int, root: str, fingerprint: str, occurrenc
         "ruleId": finding.code,
         "ruleIndex": index,
         "level": LEVEL.get(finding.severity, "warning"),
-        "message": {"text": finding.message},
+        "message": {"text": finding_message(finding, secrets)},
         "locations": [{"physicalLocation": physical}],
         "partialFingerprints": {FINGERPRINT_KEY: f"{fingerprint}:{occurrence}"},
         "properties": {
@@ -130,7 +134,7 @@ def _result(finding: Finding, index: int, root: str, fingerprint: str, occurrenc
                     "artifactLocation": _artifact(item["path"], root),
                     "region": {"startLine": item["line"] + 1, "startColumn": item["character"] + 1},
                 },
-                "message": {"text": item.get("message") or "related location"},
+                "message": {"text": machine_text(item.get("message") or "related location", (), secrets)},
             }
         )
     if related:
@@ -173,10 +177,11 @@ def _stable_hash(key: BaselineKey, root: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def _invocation(report: Report) -> Json:
+def _invocation(report: Report, secrets: list[tuple[str, str]]) -> Json:
     invocation: Json = {"executionSuccessful": True}
     notifications = [
-        {"level": "error", "message": {"text": f"{error.path}: {error.message}"}} for error in report.errors
+        {"level": "error", "message": {"text": machine_text(f"{error.path}: {error.message}", (), secrets)}}
+        for error in report.errors
     ]
     if notifications:
         invocation["toolExecutionNotifications"] = notifications

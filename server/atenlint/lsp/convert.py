@@ -6,18 +6,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 from lsprotocol import types
 
+from ..engine import CallSite
 from ..finding_data import Fix
 from ..findings import Finding
+from ..pyproject_edit import ignore_ops_edit
 from ..sourcetext import ENCODINGS, UTF16, JsonRange, Position, Range, SourceText, convert_column
 from ..targets.site_verdict import CONDITIONAL, SUPPORTED
 from ..uris import path_uri
-
-if TYPE_CHECKING:
-    from ..engine import CallSite
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -142,7 +141,11 @@ def details(finding: Finding, head: str | None = None) -> str | None:
     return rest[:1].upper() + rest[1:] if rest else None
 
 
-def diagnostic(finding: Finding, source: SourceText | None, encoding: Encoding) -> types.Diagnostic:
+def diagnostic(
+    finding: Finding, source: SourceText | None, encoding: Encoding, version: int | None = None
+) -> types.Diagnostic:
+    """`version`: the document version whose text the finding's positions refer to (its
+    quick fixes are stamped with it, so a client rejects them once the buffer moved on)."""
     related = []
     for item in finding.related:
         location = types.Location(
@@ -171,7 +174,7 @@ def diagnostic(finding: Finding, source: SourceText | None, encoding: Encoding) 
         code_description=types.CodeDescription(href=rule_url(finding.code)),
         source="atenlint",
         related_information=related or None,
-        data=diagnostic_data(finding),
+        data=diagnostic_data(finding, version),
     )
 
 
@@ -200,11 +203,12 @@ DiagnosticData = TypedDict(
         "class": str | None,
         "key": str | None,
         "missing": list[str] | None,
+        "version": int | None,
     },
 )
 
 
-def diagnostic_data(finding: Finding) -> DiagnosticData:
+def diagnostic_data(finding: Finding, version: int | None = None) -> DiagnosticData:
     """Everything a code action needs, so answering one never re-analyses (a module
     finding's class and missing constructor arguments: the factory stub)."""
     return {
@@ -220,6 +224,7 @@ def diagnostic_data(finding: Finding) -> DiagnosticData:
         "class": finding.data.get("class"),
         "key": finding.data.get("key"),
         "missing": finding.data.get("missing"),
+        "version": version,
     }
 
 
@@ -241,8 +246,12 @@ def code_actions(
     request_range: types.Range | None = None,
     known: Sequence[tuple[types.Diagnostic, EchoedData]] | None = None,
     workspace_roots: Sequence[str] = (),
+    versioned: bool = False,
 ) -> list[types.CodeAction]:
     """Quick fixes and ignores for the diagnostics of the request, plus fix-all.
+    `versioned` (the client supports `documentChanges`): each edit of this document carries
+    the version its diagnostic was computed for, so a client rejects a fix computed before
+    an unsaved edit instead of applying it at stale positions.
     `workspace_roots` bound the search for the project's settings, as in the session's
     settings resolver (a pyproject.toml above the workspace is never edited).
 
@@ -257,12 +266,35 @@ def code_actions(
             ranked = _fix_actions(uri, source, diag, data, encoding) + _ignore_actions(
                 uri, source, diag, data, encoding, workspace_roots
             )
-            actions.extend(action for _, action in sorted(ranked, key=lambda pair: _ORDER[pair[0]]))
+            actions.extend(
+                stamped(action, uri, data, versioned) for _, action in sorted(ranked, key=lambda pair: _ORDER[pair[0]])
+            )
     if wants(FIX_ALL_KIND) and only and any(k.startswith("source") for k in only):
         fix_all = fix_all_action(uri, source, all_diagnostics_data, encoding)
         if fix_all is not None:
-            actions.append(fix_all)
+            first = all_diagnostics_data[0] if all_diagnostics_data else {}
+            actions.append(stamped(fix_all, uri, first, versioned))
     return actions
+
+
+def stamped(action: types.CodeAction, uri: str, data: EchoedData, versioned: bool) -> types.CodeAction:
+    """The action's edits as `documentChanges`, this document's stamped with the version
+    `data` was computed for (other files, such as pyproject.toml, with none). Unchanged
+    when the client takes only `changes`, or the data names no version (an older server's)."""
+    version = data.get("version")
+    if not versioned or action.edit is None or not action.edit.changes or not isinstance(version, int):
+        return action
+    document_changes: list[types.TextDocumentEdit] = [
+        types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(
+                uri=edit_uri, version=version if edit_uri == uri else None
+            ),
+            edits=list(edits),
+        )
+        for edit_uri, edits in action.edit.changes.items()
+    ]
+    action.edit = types.WorkspaceEdit(document_changes=document_changes)
+    return action
 
 
 def diagnostics_for_request(
@@ -446,8 +478,6 @@ def ignore_in_project_edit(
     """An edit adding the ops to `ignore` in the `[tool.atenlint]` settings that apply to `path`:
     the config file the settings resolver reads, or the project root's pyproject.toml (tomlkit,
     format-preserving; see atenlint.pyproject_edit)."""
-    from ..pyproject_edit import ignore_ops_edit
-
     edit = ignore_ops_edit(path, target, ops, workspace_roots)
     return None if edit is None else (edit.path, edit.range.as_json(), edit.new_text)
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+from pygls.workspace import Workspace
 
 from ..findings import Finding
 from ..notebook import Cell, NotebookError, VirtualModule, build_module, cell_of, place_in_cells, read_notebook
@@ -24,9 +26,7 @@ from ..notebook_check import cell_problems
 from ..sourcetext import Range, SourceText
 from ..uris import path_uri
 from . import convert
-
-if TYPE_CHECKING:
-    from .server import AtenlintServer
+from .session import Session
 
 # Every notebook type ("*": Jupyter's, VS Code's interactive window, ...), its Python cells.
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
@@ -123,7 +123,22 @@ class NotebookDocuments:
 # -- handlers (registered by server.py) -----------------------------------------------------
 
 
-def _cells(ls: AtenlintServer, notebook: types.NotebookDocument) -> list[CellDocument]:
+class NotebookHost(Protocol):
+    """What the handlers use of the server (the server is one; this module never imports it)."""
+
+    notebooks: NotebookDocuments
+    encoding: convert.Encoding
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def session(self) -> Session: ...
+
+    def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...
+
+
+def _cells(ls: NotebookHost, notebook: types.NotebookDocument) -> list[CellDocument]:
     cells = []
     for cell in notebook.cells:
         document = ls.workspace.get_text_document(cell.document)
@@ -132,7 +147,7 @@ def _cells(ls: AtenlintServer, notebook: types.NotebookDocument) -> list[CellDoc
     return cells
 
 
-def _sync(ls: AtenlintServer, uri: str) -> NotebookView | None:
+def _sync(ls: NotebookHost, uri: str) -> NotebookView | None:
     notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
     path = to_fs_path(uri)
     if notebook is None or not path:
@@ -140,27 +155,27 @@ def _sync(ls: AtenlintServer, uri: str) -> NotebookView | None:
     return ls.notebooks.update(uri, os.path.abspath(path), _cells(ls, notebook))
 
 
-def register(server: AtenlintServer) -> None:
+def register(server: LanguageServer) -> None:
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def did_open(ls: AtenlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    def did_open(ls: NotebookHost, params: types.DidOpenNotebookDocumentParams) -> None:
         view = _sync(ls, params.notebook_document.uri)
         if view is not None:
             ls.session.open(view.uri, view.path, params.notebook_document.version, view.module.text)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def did_change(ls: AtenlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    def did_change(ls: NotebookHost, params: types.DidChangeNotebookDocumentParams) -> None:
         view = _sync(ls, params.notebook_document.uri)
         if view is not None:
             ls.session.change(view.uri, params.notebook_document.version, view.module.text)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-    def did_save(ls: AtenlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    def did_save(ls: NotebookHost, params: types.DidSaveNotebookDocumentParams) -> None:
         view = _sync(ls, params.notebook_document.uri)
         if view is not None:
             ls.session.save(view.uri, view.module.text)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def did_close(ls: AtenlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    def did_close(ls: NotebookHost, params: types.DidCloseNotebookDocumentParams) -> None:
         uri = params.notebook_document.uri
         view = ls.notebooks.remove(uri)
         ls.session.close(uri)
@@ -169,7 +184,7 @@ def register(server: AtenlintServer) -> None:
                 ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
 
-def publish_cells(ls: AtenlintServer, uri: str, findings: list[Finding]) -> bool:
+def publish_cells(ls: NotebookHost, uri: str, findings: list[Finding]) -> bool:
     """Publish a notebook's findings on its cells; False when `uri` is not a notebook."""
     view = ls.notebooks.views.get(uri)
     if view is None:
@@ -188,12 +203,12 @@ def publish_cells(ls: AtenlintServer, uri: str, findings: list[Finding]) -> bool
     return True
 
 
-def is_cell(ls: AtenlintServer, uri: str) -> bool:
+def is_cell(ls: NotebookHost, uri: str) -> bool:
     return ls.notebooks.of_cell(uri) is not None
 
 
 async def cell_diagnostics(
-    ls: AtenlintServer, params: types.DocumentDiagnosticParams
+    ls: NotebookHost, params: types.DocumentDiagnosticParams
 ) -> types.RelatedFullDocumentDiagnosticReport:
     """textDocument/diagnostic for a cell: always empty. A cell's diagnostics are pushed
     in either mode (VS Code's client pulls only documents shown in text tabs, never
@@ -201,7 +216,7 @@ async def cell_diagnostics(
     return types.RelatedFullDocumentDiagnosticReport(result_id="atenlint-cells-are-pushed", items=[])
 
 
-def code_actions(ls: AtenlintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+def code_actions(ls: NotebookHost, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     """Quick fixes in a cell: a fix's edits may touch other cells (an import in the first
     one), so each edit goes to its own cell's URI."""
     uri = params.text_document.uri
@@ -235,9 +250,7 @@ def code_actions(ls: AtenlintServer, params: types.CodeActionParams) -> list[typ
     return actions or None
 
 
-def _fix_changes(
-    ls: AtenlintServer, view: NotebookView, edits: list[dict[str, Any]]
-) -> dict[str, list[types.TextEdit]]:
+def _fix_changes(ls: NotebookHost, view: NotebookView, edits: list[dict[str, Any]]) -> dict[str, list[types.TextEdit]]:
     changes: dict[str, list[types.TextEdit]] = {}
     for edit in edits:
         rng = Range.from_json(edit["range"])
@@ -258,7 +271,7 @@ def _fix_changes(
 
 
 def _ignore_actions(
-    ls: AtenlintServer, view: NotebookView, uri: str, diag: types.Diagnostic, data: dict[str, Any]
+    ls: NotebookHost, view: NotebookView, uri: str, diag: types.Diagnostic, data: dict[str, Any]
 ) -> list[types.CodeAction]:
     ops, target = data.get("ops") or [], data.get("target")
     if not ops or not target:

@@ -25,8 +25,11 @@ from ..output import report_markdown_for
 from ..sourcetext import SourceText
 from ..uris import path_uri
 from . import convert, notebooks
-from .session import Session, call_site_at, findings_at
+from .pull import PullReports
+from .results import call_site_at, findings_at
+from .session import Session
 from .settings import editor_settings
+from .state import Served, read_saved_text
 
 STATUS_NOTIFICATION = "atenlint/status"
 CHECK_WORKSPACE = "atenlint.checkWorkspace"
@@ -95,6 +98,8 @@ class AtenlintServer(LanguageServer):
         self.encoding = convert.Encoding()
         self.supports_refresh = False
         self.supports_configuration = False
+        self.versioned_edits = False  # the client applies `documentChanges` (quick fixes carry versions)
+        self.pulls = PullReports()
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -122,8 +127,10 @@ class AtenlintServer(LanguageServer):
     def publish(self, uri: str, version: int | None, findings: list[Finding]) -> None:
         if notebooks.publish_cells(self, uri, findings):  # a notebook: on each cell's URI
             return
+        path = _path(uri)
         source = self.shown_source(uri)
-        diagnostics = [convert.diagnostic(f, source, self.encoding) for f in findings]
+        version_of_text = self.session.state.served(path).version if path is not None else None
+        diagnostics = [convert.diagnostic(f, source, self.encoding, version_of_text) for f in findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics)
         )
@@ -165,18 +172,20 @@ class AtenlintServer(LanguageServer):
         return self.source(uri)
 
     def source(self, uri: str) -> SourceText | None:
-        """The document's text: the open buffer, else the file on disk."""
+        """The document's text: the open buffer, else the file on disk (a regular file of
+        bounded size only: a URI may name a device or a FIFO)."""
         document = self.session.documents.get(uri)
         if document is not None:
             return SourceText(document.text, document.path)
-        path = to_fs_path(uri)
-        if path is None:
-            return None
-        try:
-            with open(path, encoding="utf-8") as handle:
-                return SourceText(handle.read(), path)
-        except (OSError, UnicodeDecodeError):
-            return None
+        path = _path(uri)
+        text = read_saved_text(path) if path is not None else None
+        return SourceText(text, path) if path is not None and text is not None else None
+
+    def items(self, served: Served) -> list[types.Diagnostic]:
+        """A served file's diagnostics, positions converted against the text they refer to."""
+        text = served.text if served.text is not None else read_saved_text(served.path)
+        source = SourceText(text, served.path) if text is not None else None
+        return [convert.diagnostic(f, source, self.encoding, served.version) for f in served.findings]
 
 
 server = AtenlintServer()
@@ -210,6 +219,8 @@ def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
     if pull:
         _register_pull_diagnostics(ls)  # pygls builds the capabilities from the features after this handler
     ls.supports_configuration = bool(workspace and workspace.configuration)
+    edits = workspace.workspace_edit if workspace else None
+    ls.versioned_edits = bool(edits and edits.document_changes)
     uris = [f.uri for f in params.workspace_folders or []] or ([params.root_uri] if params.root_uri else [])
     folders = [path for path in map(_path, uris) if path]
     settings = editor_settings(params.initialization_options)
@@ -319,6 +330,7 @@ def did_save(ls: AtenlintServer, params: types.DidSaveTextDocumentParams) -> Non
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: AtenlintServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.pulls.closed(params.text_document.uri)
     ls.session.close(params.text_document.uri)
 
 
@@ -359,41 +371,16 @@ async def document_diagnostic(
         ls.session.open(uri, path, text_document.version, text_document.source)
     # The fast targets' result of a running check answers at once; a refresh brings the full one.
     result = await ls.session.result_for(uri, partial=True)
-    if result is None or path is None:
+    if result is None or path is None or uri not in ls.session.documents:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
-    if params.previous_result_id == result.result_id:
-        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result.result_id)
-    source = ls.shown_source(uri)
-    findings = ls.session.findings_for(path)
-    return types.RelatedFullDocumentDiagnosticReport(
-        result_id=result.result_id, items=[convert.diagnostic(f, source, ls.encoding) for f in findings]
-    )
+    return ls.pulls.document(ls.session.state, uri, path, params.previous_result_id, ls.items)
 
 
 def workspace_diagnostic(
     ls: AtenlintServer, params: types.WorkspaceDiagnosticParams
 ) -> types.WorkspaceDiagnosticReport:
     previous = {p.uri: p.value for p in params.previous_result_ids or []}
-    items: list[types.WorkspaceDocumentDiagnosticReport] = []
-    for path, result in ls.session.workspace_results.items():
-        uri = path_uri(path)
-        if uri in ls.session.documents:
-            continue  # open documents are reported by textDocument/diagnostic
-        if previous.get(uri) == result.result_id:
-            items.append(
-                types.WorkspaceUnchangedDocumentDiagnosticReport(uri=uri, result_id=result.result_id, version=None)
-            )
-            continue
-        source = ls.source(uri)
-        items.append(
-            types.WorkspaceFullDocumentDiagnosticReport(
-                uri=uri,
-                version=None,
-                result_id=result.result_id,
-                items=[convert.diagnostic(f, source, ls.encoding) for f in result.findings],
-            )
-        )
-    return types.WorkspaceDiagnosticReport(items=items)
+    return ls.pulls.workspace(ls.session.state, previous, _path, ls.items)
 
 
 @server.feature(
@@ -408,44 +395,57 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams) -> list[type
         return notebooks.code_actions(ls, params)
     document = ls.session.documents.get(uri)
     text = document.text if document else ls.workspace.get_text_document(uri).source
-    path = _path(uri)
-    shown = ls.session.source_text_for(path) if path else None
-    changed = shown is not None and shown != text
-    findings = ls.session.findings_for(path) if path and not changed else []
-    source = SourceText(text, path or uri)
-    # The server's own diagnostics, for clients that do not echo `data` (Vim + ALE). Once the
-    # buffer changed since the check their positions are stale: then only the diagnostics the
-    # client echoes (it moves them with the edits, as VS Code does) carry fixes.
-    known = [(convert.diagnostic(f, source, ls.encoding), convert.diagnostic_data(f)) for f in findings]
+    known = _known_diagnostics(ls, _path(uri), uri, text)
     only = list(params.context.only) if params.context.only is not None else None
-    actions = (
-        convert.code_actions(
-            uri,
-            text,
-            list(params.context.diagnostics),
-            only,
-            ls.encoding,
-            [data for _, data in known],
-            params.range,
-            known,
-            ls.session.folders,
-        )
-        or []
+    diagnostics = list(params.context.diagnostics)
+    actions = convert.code_actions(
+        uri,
+        text,
+        diagnostics,
+        only,
+        ls.encoding,
+        [d for _, d in known],
+        params.range,
+        known,
+        ls.session.folders,
+        ls.versioned_edits,
     )
-    # Example inputs read off forward's signature (pure: atenlint.inputs_suggest), at column 0.
-    wanted = not only or types.CodeActionKind.QuickFix in only
-    suggestion = code_action_edit(text, params.range.start.line) if wanted else None
-    if suggestion is not None:
-        title, line, new_text = suggestion
-        at = types.Range(types.Position(line, 0), types.Position(line, 0))
-        actions.append(
-            types.CodeAction(
-                title=title,
-                kind=types.CodeActionKind.QuickFix,
-                edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=at, new_text=new_text)]}),
-            )
-        )
+    if not only or types.CodeActionKind.QuickFix in only:
+        actions += _inputs_action(ls, uri, text, params.range.start.line, document.version if document else None)
     return actions or None
+
+
+def _known_diagnostics(
+    ls: AtenlintServer, path: str | None, uri: str, text: str
+) -> list[tuple[types.Diagnostic, convert.DiagnosticData]]:
+    """The server's own diagnostics, for clients that do not echo `data` (Vim + ALE). Once the
+    buffer changed since the check their positions are stale: then only the diagnostics the
+    client echoes carry fixes, each stamped with the version it was computed for."""
+    shown = ls.session.source_text_for(path) if path else None
+    if path is None or (shown is not None and shown != text):
+        return []
+    served = ls.session.state.served(path)
+    source = SourceText(text, path)
+    return [
+        (convert.diagnostic(f, source, ls.encoding, served.version), convert.diagnostic_data(f, served.version))
+        for f in served.findings
+    ]
+
+
+def _inputs_action(ls: AtenlintServer, uri: str, text: str, line: int, version: int | None) -> list[types.CodeAction]:
+    """Example inputs read off forward's signature (pure: atenlint.inputs_suggest), at column 0;
+    computed on the buffer as it is now, so valid for its current version only."""
+    suggestion = code_action_edit(text, line)
+    if suggestion is None:
+        return []
+    title, at_line, new_text = suggestion
+    at = types.Range(types.Position(at_line, 0), types.Position(at_line, 0))
+    action = types.CodeAction(
+        title=title,
+        kind=types.CodeActionKind.QuickFix,
+        edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=at, new_text=new_text)]}),
+    )
+    return [convert.stamped(action, uri, {"version": version}, ls.versioned_edits)]
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

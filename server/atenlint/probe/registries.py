@@ -22,7 +22,7 @@ PACKAGES = ("torch", "onnx", "onnxscript", "coremltools", "executorch", "torchvi
 # Libraries whose ops the exporters' registries cover once the library has registered them
 # (onnxscript's torchlib implements torchvision::nms, roi_align, ...): imported first.
 OP_LIBRARIES = ("torchvision",)
-FORMAT = 7
+FORMAT = 8  # 8: no_portable_kernel matches out variants by schema when to_out_variant fails; `failed` tables
 
 
 def versions() -> dict[str, Any]:
@@ -54,7 +54,16 @@ def tables() -> dict[str, Any]:
         try:
             out[name] = probe()
         except Exception as error:  # noqa: BLE001 - one broken package must not hide the others
-            out[name] = {"available": False, "reason": f"{type(error).__name__}: {error}"[:500]}
+            from .. import torchcompat
+
+            # A capability this torch lacks is a fact about it; any other error is a failed
+            # read of an installed package, which the parent retries and then reports as
+            # atenlint's own failure, never as verdicts (`failed`).
+            out[name] = {
+                "available": False,
+                "reason": f"{type(error).__name__}: {error}"[:500],
+                **({} if isinstance(error, torchcompat.Unavailable) else {"failed": True}),
+            }
     out["seconds"] = time.perf_counter() - started
     return out
 
@@ -158,14 +167,17 @@ def executorch() -> dict[str, Any]:
     missing_portable = []
     if portable is not None:
         to_out_variant = importlib.import_module("executorch.exir.operator.convert").to_out_variant
+        is_sym_op = _executorch_sym_op_test()
 
         for op in _aten_overloads():
             if torch.Tag.core not in op.tags or op.is_view:
                 continue  # to_edge turns views into their *_copy ops, which have kernels
+            if is_sym_op(op):
+                continue  # `sym_size.int`, `_local_scalar_dense`: the runtime's own prim ops run them
             try:
                 out_op, _ = to_out_variant(op)
-            except Exception:  # noqa: BLE001 - no out variant: nothing to run it with
-                out_op = None
+            except Exception:  # noqa: BLE001 - its lookup failed: match the schemas ourselves
+                out_op = _out_variant(op)
             if out_op is None or _name(out_op).removeprefix("aten::") not in portable:
                 missing_portable.append(_name(op))
     return {
@@ -176,6 +188,42 @@ def executorch() -> dict[str, Any]:
         "no_portable_kernel": sorted(missing_portable),
         "decompositions": _executorch_decompositions(),
     }
+
+
+def _executorch_sym_op_test() -> Any:
+    """ExecuTorch's own test for the ops its runtime runs as prim ops (no kernel library)."""
+
+    def never(op: Any) -> bool:
+        return False
+
+    try:
+        module = importlib.import_module("executorch.exir.passes.executorch_prim_ops_registry")
+    except ImportError:
+        return never
+    return getattr(module, "is_sym_op", never)
+
+
+def _out_variant(op: Any) -> Any | None:
+    """The out= overload of a functional op, by torch's own schemas: the overload with out
+    arguments whose other arguments are the functional's, name and type. ExecuTorch's
+    `to_out_variant` fails for some ops that have one (for `pow` it asserts on
+    TorchScript's `pow.int_to_int` builtin), and its portable library has `pow.*_out`: such
+    an error is not a missing kernel."""
+    import torch
+
+    from .. import torchcompat
+
+    schema = torchcompat.op_schema(op)
+    wanted = [(argument.name, str(argument.type)) for argument in schema.arguments]
+    packet = getattr(torch.ops.aten, schema.name.partition("::")[2], None)
+    for overload in packet.overloads() if packet is not None else ():
+        candidate = getattr(packet, overload)
+        arguments = torchcompat.op_schema(candidate).arguments
+        if not any(argument.is_out for argument in arguments):
+            continue
+        if [(a.name, str(a.type)) for a in arguments if not a.is_out] == wanted:
+            return candidate
+    return None
 
 
 def _executorch_decompositions() -> dict[str, Any]:
@@ -265,8 +313,14 @@ def tables_in_subprocess(timeout: float = 280.0) -> dict[str, Any]:
         check=False,
     )
     if out.returncode != 0:
-        raise RuntimeError(f"reading the exporter registries failed: {out.stderr.strip()[-800:]}")
-    answer: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+        raise RuntimeError(
+            f"reading the exporter registries failed (exit status {out.returncode}): {out.stderr.strip()[-800:]}"
+        )
+    lines = out.stdout.strip().splitlines()
+    try:
+        answer: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"reading the exporter registries gave no answer: {out.stderr.strip()[-800:]}") from None
     return answer
 
 

@@ -25,6 +25,15 @@ Registries = dict[str, Any]  # probe/registries.py's tables, by section ("onnx_d
 _NEEDS_REGISTRIES = ("onnx", "executorch", "core-aten", "coreml")
 
 
+# The tables each family is judged with: one that failed to read makes building it raise.
+_TABLES = {
+    "onnx": ("onnx_torchscript", "onnx_dynamo"),
+    "executorch": ("core_aten", "executorch"),
+    "core-aten": ("core_aten",),
+    "coreml": ("coreml",),
+}
+
+
 def _no_log(message: str) -> None:
     pass
 
@@ -42,10 +51,9 @@ def build_targets(
     if pool is not None and any(family in _NEEDS_REGISTRIES for family in wanted):
         from .registry_data import load
 
-        try:
-            registries = load(pool, log)
-        except Exception as error:  # noqa: BLE001 - the targets say they are unavailable
-            log(f"cannot read the exporter registries: {error}")
+        # A read that fails twice raises RegistryUnavailable: the caller reports atenlint's
+        # own failure rather than judging against a table it does not have.
+        registries = load(pool, log)
     return [build_target(name, settings, native, hello, registries) for name in settings.targets]
 
 
@@ -56,8 +64,9 @@ def _family(name: str) -> str:
 def build_target(
     name: str, settings: Settings, native: NativeTable, hello: Hello, registries: Registries | None
 ) -> Target:
-    from .registry_data import section
+    from .registry_data import require, section
 
+    require(registries, name, _TABLES.get(_family(name), ()))
     kernels: dict[str, list[str]] = hello.get("registered_kernels", {})
     version = native.torch_version
     if name == "mps":
@@ -80,10 +89,15 @@ def build_target(
         return TorchScriptTarget(version)
     if name in ("executorch", "core-aten"):
         from .executorch import CoreAtenTarget
+        from .registry_data import RegistryUnavailable
 
+        core = section(registries, "core_aten")
+        if not core.get("available"):
+            # torch's own core-ATen list: without it every op would be judged not core.
+            raise RegistryUnavailable(name, str(core.get("reason")))
         return CoreAtenTarget(
             name,
-            section(registries, "core_aten"),
+            core,
             section(registries, "executorch") if name == "executorch" else None,
             version,
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..worker.protocol import CallTree, ClassAnswer
 from .base import ClassResult, Problem, Support, Target, TargetStatus, Verdict, join_ops
-from .walk import base_name, eval_only, unsupported
+from .walk import base_name, eval_only, traced_instead, unsupported
 
 MISSING = "missing"
 
@@ -44,8 +44,10 @@ class CoreMLTarget(Target):
         if not self.available or eval_only(phases):
             return []
         # coremltools converts the torch.jit.trace graph, which records the call itself
-        # (`adaptive_avg_pool3d`, not the `mean` or `_adaptive_avg_pool3d` it becomes).
-        return [Problem(base_name(op), MISSING) for op in unsupported(tree, self._supported, lambda node: False)]
+        # (`adaptive_avg_pool3d`, not the `mean` or `_adaptive_avg_pool3d` it becomes),
+        # except where the trace holds other nodes instead (`via: "trace"`: `conv_transpose2d`
+        # is recorded as the `_convolution` it calls, an unpacked `chunk` canonicalised).
+        return [Problem(base_name(op), MISSING) for op in unsupported(tree, self._supported, traced_instead)]
 
     def verdict(self, problems: list[Problem]) -> Verdict:
         return Verdict(
@@ -65,13 +67,10 @@ class CoreMLTarget(Target):
             return []
         # The same words for every class: said once per run (findings.once_per_run) and in
         # the editor's status item, not once per class.
-        return [
-            ClassResult(
-                "information",
-                "COREML000",
-                f"coreml was not judged: {self.data.get('reason')} (pip install coremltools)",
-            )
-        ]
+        reason = str(self.data.get("reason"))
+        # The install hint only where coremltools really is missing, never for an installed one.
+        hint = " (pip install coremltools)" if "not installed" in reason else ""
+        return [ClassResult("information", "COREML000", f"coreml was not judged: {reason}{hint}")]
 
     def status(self) -> TargetStatus:
         data = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..worker.protocol import CallTree, ClassAnswer, LibraryFacts
 from .base import ClassResult, Problem, Support, Target, TargetStatus, Verdict, join_ops
-from .walk import base_name, eval_only, unsupported
+from .walk import base_name, eval_only, traced_instead, unsupported
 
 UNSUPPORTED = "unsupported"
 OPSET = "opset"  # supported from a higher opset than the one exported at
@@ -98,8 +98,9 @@ class OnnxTarget(Target):
     def _descend(self, node: CallTree) -> bool:
         # The TorchScript exporter converts the traced graph, where torch.jit.trace records
         # the call itself (`linalg_svdvals`, `scaled_dot_product_attention`), not what it
-        # decomposes into. The dynamo exporter decomposes an op it lacks by either table.
-        return self.exporter != "torchscript"
+        # decomposes into, except where the trace holds other nodes instead (`via: "trace"`).
+        # The dynamo exporter decomposes an op it lacks by either table.
+        return self.exporter != "torchscript" or traced_instead(node)
 
     def implemented_overloads(self) -> list[str]:
         """The overloads the dynamo exporter's registry implements at this target's opset."""

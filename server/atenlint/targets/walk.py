@@ -49,3 +49,9 @@ def base_name(op: str) -> str:
 def eval_only(phases: Sequence[str]) -> bool:
     """Exported models run in eval mode: a call made only while training is not exported."""
     return bool(phases) and "eval" not in phases
+
+
+def traced_instead(node: CallTree) -> bool:
+    """A call torch.jit.trace does not record as itself (capture/script.py `traced_tree`):
+    its calls are what a trace-converting toolchain sees."""
+    return node.get("via") == "trace"

@@ -115,6 +115,51 @@ def _rss_mb(pid: int) -> float | None:
         return None
 
 
+# The most the parent holds of one message from the worker: an answer's call trees for a
+# large model are a few MB; anything beyond is refused, never accumulated (a line with no
+# end would otherwise grow the parent without bound).
+MAX_MESSAGE_BYTES = 64 << 20
+# Of the user code's output (the worker's stderr), each line is kept up to this many bytes.
+MAX_STDERR_LINE_BYTES = 4096
+_CHUNK = 1 << 16
+_OVERSIZED = "\x00oversized"  # a message over MAX_MESSAGE_BYTES was skipped
+
+
+def _frames(stream: Any, limit: int, keep_head: bool = False) -> Any:
+    """The lines of `stream`, each read in bounded pieces: a line over `limit` bytes is
+    skipped to its end and yields None (or, with `keep_head`, its first `limit` bytes
+    and a mark). The parent's memory never depends on what the worker writes."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n") and len(line) == limit + 1:
+            yield line
+            continue
+        if keep_head:  # at once: the rest may never end
+            yield line[:limit] + " … (cut)\n".encode()
+        while line and not line.endswith(b"\n"):  # drop the rest, a bounded piece at a time
+            line = stream.readline(_CHUNK)
+        if not keep_head:
+            yield None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as children:
+            return [int(child) for child in children.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _analysis_rss_mb(pid: int) -> float | None:
+    """The memory of the process analysing a file: the warm worker's forked child while
+    it runs (its resident set includes the pages it shares with the worker, as the
+    worker's own did when it analysed in place), else the worker itself."""
+    sizes = [size for size in (_rss_mb(child) for child in _children(pid)) if size is not None]
+    return max(sizes) if sizes else _rss_mb(pid)
+
+
 class Worker:
     """One worker process. Not thread-safe: the pool hands it to one caller at a time."""
 
@@ -122,7 +167,7 @@ class Worker:
         self.settings = settings
         self.log = log
         self.memory_limit_mb = memory_limit_mb
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.hello: dict[str, Any] = {}
         self.peak_rss_mb = 0.0
         self._replies: queue.Queue[str | None] = queue.Queue()
@@ -144,6 +189,7 @@ class Worker:
             _PACKAGE_DIR,
             run_dir,
             "sandbox" if self.settings.sandbox else "no-sandbox",
+            str(self.memory_limit_mb),
         ]
 
     def start(self) -> dict[str, Any]:
@@ -167,10 +213,7 @@ class Worker:
                 stderr=subprocess.PIPE,
                 env=env,
                 start_new_session=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                bufsize=1,
+                # bytes, read in bounded frames (`_frames`); requests are flushed as sent
             )
         except OSError as error:
             self._remove_run_dir()
@@ -214,6 +257,20 @@ class Worker:
             pass
         self._remove_run_dir()
 
+    def _end_analysis(self) -> None:
+        """Stop the request in flight: only the analysis child when the worker forked one
+        (the warm worker lives on and answers its death, which nobody waits for: its id
+        is past), else the whole worker."""
+        children = _children(self.process.pid) if self.process is not None and self.alive else []
+        if not children:
+            self.kill()
+            return
+        for child in children:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+
     def _remove_run_dir(self) -> None:
         if self.run_dir and os.path.isdir(self.run_dir):
             shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -222,7 +279,7 @@ class Worker:
     def close(self) -> None:
         if self.alive and self.process is not None and self.process.stdin is not None:
             try:
-                self.process.stdin.write(json.dumps({"method": "shutdown"}) + "\n")
+                self.process.stdin.write(json.dumps({"method": "shutdown"}).encode("utf-8") + b"\n")
                 self.process.stdin.flush()
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired, ValueError):
@@ -242,7 +299,7 @@ class Worker:
         if on_partial is not None:
             params = dict(params, partial=True)
         try:
-            self.process.stdin.write(json.dumps(protocol.request(request_id, method, params)) + "\n")
+            self.process.stdin.write(json.dumps(protocol.request(request_id, method, params)).encode("utf-8") + b"\n")
             self.process.stdin.flush()
         except (OSError, ValueError):
             raise self._death() from None
@@ -250,7 +307,7 @@ class Worker:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self.kill()
+                self._end_analysis()
                 raise WorkerFailure("timeout", f"no answer within {timeout:g} s", self.stderr_tail())
             try:
                 line = self._replies.get(timeout=min(remaining, 0.25))
@@ -259,6 +316,13 @@ class Worker:
                 continue
             if line is None:
                 raise self._death()
+            if line is _OVERSIZED:
+                raise RequestError(
+                    {
+                        "type": "ProtocolError",
+                        "message": f"the worker wrote a message over {MAX_MESSAGE_BYTES >> 20} MB",
+                    }
+                )
             try:
                 raw = json.loads(line)
             except ValueError:
@@ -276,6 +340,11 @@ class Worker:
                 continue
             reply = message
             if "error" in reply:
+                if reply["error"].get("type") == "WorkerCrash":
+                    # The analysis process died without answering (the warm worker lives on).
+                    raise WorkerFailure("crash", str(reply["error"].get("message")), self.stderr_tail())
+                if reply["error"].get("type") == "WorkerMemory":  # an allocation over the kernel's cap
+                    raise WorkerFailure("memory", str(reply["error"].get("message")), self.stderr_tail())
                 raise RequestError(dict(reply["error"]))
             if reply.get("recycle"):
                 self.recycle_reason = str(reply["recycle"])
@@ -306,12 +375,12 @@ class Worker:
             self.recycle_reason = f"its memory grew from {self.base_rss_mb:.0f} MB to {rss:.0f} MB"
 
     def _check_memory(self) -> None:
-        rss = _rss_mb(self.process.pid) if self.process else None
+        rss = _analysis_rss_mb(self.process.pid) if self.process else None
         if rss is None:
             return
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         if rss > self.memory_limit_mb:
-            self.kill()
+            self._end_analysis()
             raise WorkerFailure(
                 "memory", f"the worker used {rss:.0f} MB, over the {self.memory_limit_mb} MB limit", self.stderr_tail()
             )
@@ -331,15 +400,17 @@ class Worker:
         return "".join(list(self._stderr)[-lines:])
 
     @staticmethod
-    def _read_stdout(process: subprocess.Popen[str], replies: queue.Queue[str | None]) -> None:
-        for line in process.stdout or ():
-            replies.put(line)
+    def _read_stdout(process: subprocess.Popen[bytes], replies: queue.Queue[str | None]) -> None:
+        if process.stdout is not None:
+            for frame in _frames(process.stdout, MAX_MESSAGE_BYTES):
+                replies.put(_OVERSIZED if frame is None else frame.decode("utf-8", "replace"))
         replies.put(None)
 
     @staticmethod
-    def _read_stderr(process: subprocess.Popen[str], sink: collections.deque[str]) -> None:
-        for line in process.stderr or ():
-            sink.append(line)
+    def _read_stderr(process: subprocess.Popen[bytes], sink: collections.deque[str]) -> None:
+        if process.stderr is not None:
+            for frame in _frames(process.stderr, MAX_STDERR_LINE_BYTES, keep_head=True):
+                sink.append((frame or b"").decode("utf-8", "replace"))
 
 
 class WorkerPool:

@@ -55,7 +55,7 @@ class CallTree(_CallTreeRequired, total=False):
     calls: list[CallTree] | None
     undecomposed: bool  # a composite the decomposer could not expand
     decomposable: bool  # ... though a decomposition exists for it
-    via: str  # export decomposition: "default" | "extra"
+    via: str  # "default" | "extra": export decomposition; "trace": what torch.jit.trace records instead of this op
     graph: bool  # a node of a toolchain's own graph
     library: LibraryFacts
 
@@ -130,6 +130,9 @@ class ClassAnswer(_ClassAnswerRequired, total=False):
     submodules: list[str]
     unresolved_calls: list[Any]
     seconds: float
+    # No inputs were configured: the class was traced with inputs atenlint inferred from its
+    # code (capture/infer_inputs.py); the expression used.
+    inputs_inferred: str
 
 
 class ImportFailure(TypedDict, total=False):
@@ -186,6 +189,10 @@ class Hello(_HelloRequired, total=False):
     run_dir: str
     isolated: bool
     torch_degraded: list[dict[str, str]]  # torchcompat.degradations(): capabilities this torch lacks
+    # What contains the analysed code (confine.Support.as_json() and "fork": a fresh
+    # process per file): {"platform", "arch", "landlock_abi", "seccomp", "kernel", "fork",
+    # "missing": [why a layer is absent, in words]}. Absent from an older worker.
+    containment: dict[str, Any]
 
 
 # -- messages --------------------------------------------------------------------------------

@@ -1,0 +1,453 @@
+"""The worker's answer for one file -> the parent's `FileCapture`: module-level findings
+(import failures, classes not built, TorchScript or trace failures) and the captured calls.
+
+Parent side: reads `worker/protocol.py` records only, never the worker's modules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, cast
+
+from . import findings as codes
+from .captured import FileCapture, Occurrence, display_path
+from .discover import FileOutline
+from .finding_data import RelatedPlace
+from .findings import Finding
+from .script_typing import only_int_for_float
+from .sourcetext import Position, Range
+from .targets.base import Target
+from .worker.protocol import ClassAnswer, FileAnswer, Site
+from .worker.refusals import refusal_findings
+
+
+def read_answer(
+    result: FileCapture,
+    answer: FileAnswer,
+    module_name: str,
+    file_outline: FileOutline,
+    targets: list[Target],
+    cwd: str,
+    log: Callable[[str], None],
+) -> None:
+    """Fill `result` from the worker's answer: its module-level findings and the captured calls."""
+    result.module_findings.extend(refusal_findings(result, dict(answer)))  # ATL012: what the sandbox refused
+    for lost in answer.get("torch_degraded", []):  # torchcompat: a capability this torch lacks
+        log(f"{result.path}: {lost.get('message', '')}")
+
+    if "import_error" in answer and not answer["import_error"].get("refused"):  # a refusal says it already
+        result.module_findings.append(_import_finding(result, answer, module_name, cwd))
+    by_qualname = {c.qualname: c for c in file_outline.classes}
+    result.classes = answer.get("classes", [])
+    reported_failures = _script_failures_to_report(result.classes, file_outline)
+    not_built = [cls for cls in result.classes if cls["status"] == "build_failed"]
+    if not_built:
+        # One note per file, not one per class: what a factory would add for all of them.
+        result.module_findings.append(_not_built_finding(result, not_built, by_qualname, module_name))
+    for cls in result.classes:
+        info = by_qualname.get(cls["qualname"])
+        name_range = info.name_range if info else Range(Position(0, 0), Position(0, 0))
+        if cls["status"] == "build_failed" and cls.get("capture") != "static":
+            continue
+        if cls.get("trace_error"):
+            error = cls["trace_error"]
+            error_site = error.get("site")
+            where = f" (line {error_site['line']})" if error_site else ""
+            # A gap of fake tensors (an op whose output shape depends on the data) is not
+            # the user's mistake: a note; a forward that raises on these inputs is.
+            gap = _FAKE_TENSOR_GAP.search(error.get("message", "")) is not None
+            result.module_findings.append(
+                Finding(
+                    result.display,
+                    name_range,
+                    "information" if gap else "warning",
+                    codes.TRACE_FAILED,
+                    f"`{cls['name']}` could not be traced with its example inputs{where}: {error['message']}; "
+                    f"it was analysed without them"
+                    + (" (fake tensors cannot compute this op's output shape without data)" if gap else ""),
+                    module=cls["module"],
+                    abs_path=result.path,
+                    data={"class": cls["name"], "key": cls["module"], "untrusted_text": [error["message"]]},
+                )
+            )
+        if cls.get("graph_errors"):
+            export_errors = _export_failure_findings(result, cls, name_range, targets)
+            # The error says it all when torch.export itself was the only front end that failed.
+            if not export_errors or not all(e.get("toolchain_fails") for e in cls["graph_errors"]):
+                result.module_findings.append(
+                    Finding(
+                        result.display,
+                        name_range,
+                        "information",
+                        codes.PARTIAL_CAPTURE,
+                        _graph_errors_message(cls),
+                        module=cls["module"],
+                        abs_path=result.path,
+                        data={"class": cls["name"], "key": cls["module"], "graph_errors": cls["graph_errors"]},
+                    )
+                )
+            result.module_findings.extend(export_errors)
+        if (
+            cls["status"] == "script_failed"
+            and cls["qualname"] in reported_failures
+            and not _source_read_just_as_well(cls)
+        ):
+            result.module_findings.append(
+                Finding(
+                    result.display,
+                    name_range,
+                    "information",
+                    codes.SCRIPT_FAILED,
+                    _script_message(cls, result.path),
+                    module=cls["module"],
+                    abs_path=result.path,
+                    data={
+                        "script_error": cls["script_error"],
+                        "class": cls["name"],
+                        "key": cls["module"],
+                        "class_line": info.line if info else 0,
+                    },
+                )
+            )
+        capture = cls.get("capture") or ("static" if cls["status"] == "static" else "script")
+        for raw in cls["ops"]:
+            result.occurrences.append(
+                Occurrence(
+                    cls["module"],
+                    raw["op"],
+                    raw["trees"],
+                    tuple(raw["phases"]),
+                    raw["sites"],
+                    capture,
+                    raw.get("args", {}),
+                    bool(raw.get("conditional")),
+                    tuple(raw.get("devices", ())),
+                    raw.get("facts") or {},
+                )
+            )
+
+
+def _export_failure_findings(
+    result: FileCapture, cls: ClassAnswer, name_range: Range, targets: list[Target]
+) -> list[Finding]:
+    """EXPORT001, once per export-based target: torch.export itself failed on the class's
+    own code (a guard on a data-dependent value), which the real toolchain does too —
+    torch.export always traces on fake tensors (capture/graphs.py `_export_itself_fails`).
+    A failure that may be a gap of atenlint's own stays the ATL020 note."""
+    failures = [e for e in cls.get("graph_errors", []) if e.get("toolchain_fails") and e.get("site")]
+    if not failures or result.source is None:
+        return []
+    failure = failures[0]
+    site = cast(Site, failure["site"])
+    here = os.path.abspath(site["file"]) == result.path
+    where = "" if here else f" (at {os.path.basename(site['file'])}:{site['line']})"
+    rng = result.source.line_range(site["line"] - 1) if here else name_range
+    message = failure.get("message", "")
+    found = []
+    for target in targets:
+        if target.tree_view not in _TORCH_EXPORT_VIEWS:
+            continue
+        found.append(
+            Finding(
+                result.display,
+                rng,
+                "error",
+                codes.EXPORT_FAILS,
+                f"torch.export fails here{where}, so {target.name} cannot export `{cls['name']}`: a branch or "
+                f"size depends on tensor values ({message}); use torch.cond or torch._check",
+                target=target.name,
+                module=cls["module"],
+                abs_path=result.path,
+                capture="trace",
+                data={"class": cls["name"], "key": cls["module"]},
+            )
+        )
+    return found
+
+
+def _build_message(cls: ClassAnswer, module_name: str) -> str:
+    """Why one class could not be built, and what to do about it (whose move it is)."""
+    error = cls["build_error"]
+    name = cls["name"]
+    key = cls.get("key") or cls["module"]
+    missing = error.get("missing") or []
+    kind = error.get("kind") or ("arguments" if missing else "meta")
+    static = cls.get("capture") == "static"
+    analysed = "was analysed from its source only" if static else "was not analysed"
+    if kind == "missing_package":
+        site = error.get("site") or {}
+        where = f" ({os.path.basename(site['file'])}:{site['line']})" if site.get("file") else ""
+        return (
+            f"`{name}` {analysed}: building it needs the package `{error.get('package')}`{where}, which is not "
+            f"installed in the interpreter atenlint uses; install it (pip install {error.get('package')}) "
+            f"or point atenlint at the project's interpreter (--python)"
+        )
+    if kind == "arguments":
+        arguments = ", ".join(f"{m}=..." for m in missing)
+        return (
+            f"`{name}` {analysed}: its constructor needs {', '.join(f'`{m}`' for m in missing)}. "
+            f'Add to pyproject.toml: [tool.atenlint.modules."{key}"] init = "{name}({arguments})", '
+            f"or put `# atenlint: init={name}({arguments})` on the class line"
+        )
+    if kind == "factory":
+        return f"`{name}` {analysed}: {error['message']}"
+    if kind == "memory":
+        return f"`{name}` {analysed}: {error['message']}"
+    site = error.get("site") or {}
+    where = f" at {os.path.basename(site['file'])}:{site['line']}" if site.get("file") else ""
+    return (
+        f"`{name}` {analysed}: its constructor fails on the meta device and on the CPU{where} "
+        f'({error["message"]}). Give a factory that works: [tool.atenlint.modules."{key}"] init = '
+        f'"{name}(...)" in pyproject.toml, or `# atenlint: init=...` on the class line'
+    )
+
+
+def _not_built_finding(
+    result: FileCapture, classes: list[ClassAnswer], by_qualname: dict[str, Any], module_name: str
+) -> Finding:
+    """One note for the classes of a file that could not be built, on the first of them
+    (one that only needs constructor arguments first: its stub is the quickest fix)."""
+    classes = sorted(
+        classes,
+        key=lambda c: (c["build_error"].get("kind") != "arguments", getattr(by_qualname.get(c["qualname"]), "line", 0)),
+    )
+    first = classes[0]
+    info = by_qualname.get(first["qualname"])
+    name_range = info.name_range if info else Range(Position(0, 0), Position(0, 0))
+    message = _build_message(first, module_name)
+    if len(classes) > 1:
+        others = [
+            f"`{c['name']}`"
+            + (f" (needs {', '.join(c['build_error']['missing'])})" if c["build_error"].get("missing") else "")
+            for c in classes[1:]
+        ]
+        shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
+        static = all(c.get("capture") == "static" for c in classes)
+        message += (
+            f". Also {'read from source only' if static else 'not built'}: {shown} — a factory for each "
+            f"(pyproject.toml, a factories file, or `# atenlint: init=...`) lets atenlint build and "
+            f"script them; example inputs (`inputs=`) add dtypes and shapes"
+        )
+    elif first.get("capture") == "static":
+        message += (
+            "; with it atenlint builds and scripts the class, and example inputs (`inputs=`) add dtypes and shapes"
+        )
+    error = first["build_error"]
+    severity = "information"
+    return Finding(
+        result.display,
+        name_range,
+        severity,
+        codes.CANNOT_BUILD,
+        message,
+        module=first.get("module"),
+        abs_path=result.path,
+        data={
+            "class": first["name"],
+            "key": first.get("key") or first["module"],
+            "missing": error.get("missing") or [],
+            "kind": error.get("kind") or "",
+            "classes": [c.get("key") or c["module"] for c in classes],
+        },
+    )
+
+
+def _import_finding(result: FileCapture, answer: FileAnswer, module_name: str, cwd: str) -> Finding:
+    """The import failed: say where and why; a package that is not installed is said as such
+    (information when the static pass read every class instead, the user's bug otherwise)."""
+    error = answer["import_error"]
+    line = error.get("line")
+    line0 = (line - 1) if line else 0
+    site: dict[str, Any] = dict(error.get("site") or {})
+    static = [c for c in answer.get("classes", []) if c.get("capture") == "static"]
+    elsewhere = site.get("file") and os.path.abspath(site["file"]) != os.path.abspath(result.path)
+    where = ""
+    if site.get("file"):
+        shown = f"{display_path(site['file'], cwd)}:{site['line']}" if elsewhere else f"line {site['line']}"
+        where = f" at {shown}" + (f" (`{site['text']}`)" if site.get("text") else "")
+    if elsewhere and not error.get("line"):
+        line0 = 0
+    fallback = (
+        f"; its {len(static)} module class{'es were' if len(static) != 1 else ' was'} analysed from source only"
+        if static
+        else ""
+    )
+    package = error.get("package")
+    if package:
+        message = (
+            f"importing `{module_name}` needs the package `{package}`{where}, which is not installed in the "
+            f"interpreter atenlint uses: install it (pip install {package}) or point atenlint at the "
+            f"project's interpreter (--python){fallback}"
+        )
+        severity = "information" if static or not answer.get("classes") else "warning"
+    else:
+        message = (
+            f"importing `{module_name}` raised {error['type']}: {error['message']}{where}; atenlint imports "
+            f"the file to build and analyse its modules{fallback}"
+        )
+        severity = "warning"
+    related: list[RelatedPlace] = []
+    if elsewhere:
+        related.append(
+            {
+                "path": os.path.abspath(site["file"]),
+                "line": max(site["line"] - 1, 0),
+                "character": 0,
+                "message": f"the import fails here{f': {package} is not installed' if package else ''}",
+            }
+        )
+    rng = (
+        result.source.line_range(line0) if result.source is not None else Range(Position(line0, 0), Position(line0, 0))
+    )
+    return Finding(
+        result.display,
+        rng,
+        severity,
+        codes.IMPORT_ERROR,
+        message,
+        abs_path=result.path,
+        related=related,
+        # The exception's text is the analysed code's: machine formats cut it to a headline.
+        data={"package": package, "site": cast(Site, site) if site else None, "untrusted_text": [error["message"]]},
+    )
+
+
+def capture_paths(captures: Iterable[FileCapture]) -> dict[str, int]:
+    """Module classes by how they were analysed: traced with configured inputs ("trace") or
+    with inputs atenlint inferred ("inferred"), scripted, read from source, or not at all."""
+    counts = {"trace": 0, "inferred": 0, "script": 0, "static": 0, "none": 0}
+    for capture in captures:
+        answered = {cls.get("qualname") for cls in capture.classes}
+        for cls in capture.classes:
+            path = class_capture(cls)
+            counts["inferred" if path == "trace" and cls.get("inputs_inferred") else path] += 1
+        if (
+            not capture.classes
+            and capture.outline is not None
+            and any(f.code in _FAILED_FILE_CODES for f in capture.module_findings)
+        ):
+            # The worker gave no answer for this file: its candidates were not analysed.
+            counts["none"] += sum(
+                1
+                for c in capture.outline.module_candidates
+                if c.qualname not in answered and not c.directives.get("skip")
+            )
+    return counts
+
+
+def build_paths(captures: Iterable[FileCapture]) -> dict[str, int]:
+    """How classes that were built got built (meta, meta with CPU tensors moved, CPU)."""
+    counts: dict[str, int] = {}
+    for capture in captures:
+        for cls in capture.classes:
+            if cls.get("build"):
+                counts[cls["build"]] = counts.get(cls["build"], 0) + 1
+    return counts
+
+
+_FAILED_FILE_CODES = (codes.TIMEOUT, codes.WORKER_CRASHED, codes.INTERNAL_ERROR, codes.IMPORT_ERROR)
+
+
+def class_capture(cls: ClassAnswer) -> str:
+    """The capture path that analysed one class of a worker answer, or "none"."""
+    capture = cls.get("capture")
+    if capture in ("trace", "script", "static"):
+        return capture
+    status = cls.get("status")
+    if status == "ok":
+        return "script"
+    if status == "static":
+        return "static"
+    return "none"
+
+
+_FAKE_TENSOR_GAP = re.compile(
+    r"DynamicOutputShapeException|DataDependentOutputException|UnsupportedOperatorException"
+    r"|GuardOnDataDependentSymNode|meta tensor|Meta kernel|fake impl"
+)
+
+# The views produced by torch.export (capture/graphs.py EXPORT_VIEWS; the server never imports
+# torch, so the names are repeated here).
+_TORCH_EXPORT_VIEWS = frozenset({"export", "onnx-export", "executorch-export", "coreml-export"})
+
+_VIEW_FRONT_ENDS = {
+    "dispatch": "the dispatcher-level trace (device targets)",
+    "jit": "torch.jit.trace (Core ML)",
+    "onnx-jit": "the TorchScript ONNX exporter's trace",
+    "export": "torch.export",
+    "onnx-export": "torch.export (dynamo ONNX)",
+    "executorch-export": "torch.export (ExecuTorch)",
+}
+
+
+def _graph_errors_message(cls: ClassAnswer) -> str:
+    """One note per class: which toolchain front ends failed on its example inputs, and
+    what stood in for them (the scripted graph, or the source)."""
+    fallback = cls.get("fallback") or {}
+    parts = []
+    for error in cls["graph_errors"]:
+        view = error.get("view", "")
+        error_site = error.get("site")
+        where = f" at line {error_site['line']}" if error_site else ""
+        instead = fallback.get(view)
+        parts.append(
+            f"{_VIEW_FRONT_ENDS.get(view, view)} failed{where} ({error.get('message', '')})"
+            + (f"; judged from the {'scripted graph' if instead == 'script' else 'source'} instead" if instead else "")
+        )
+    return (
+        f"`{cls['name']}`: "
+        + "; ".join(parts)
+        + ". With real tensors the toolchain may fail the same way: then it cannot export this class"
+    )
+
+
+def _script_failures_to_report(classes: list[ClassAnswer], file_outline: FileOutline) -> set[str]:
+    """One ATL004 per place TorchScript stopped: classes that fail only because a submodule
+    fails (at the same line) say nothing; the class whose body holds that line says it."""
+    by_site: dict[tuple[Any, Any], list[ClassAnswer]] = {}
+    for cls in classes:
+        if cls["status"] != "script_failed":
+            continue
+        site: dict[str, Any] = dict((cls.get("script_error") or {}).get("site") or {})
+        by_site.setdefault((site.get("file"), site.get("line")) if site else (None, cls["qualname"]), []).append(cls)
+    spans = {}
+    for info in file_outline.classes:
+        spans[info.qualname] = info.line
+    keep: set[str] = set()
+    for (file, line), group in by_site.items():
+        if file is None or len(group) == 1:
+            keep.update(c["qualname"] for c in group)
+            continue
+        # The innermost class that starts before the failing line.
+        candidates = [c for c in group if spans.get(c["qualname"], 10**9) < line]
+        owner = max(candidates, key=lambda c: spans[c["qualname"]]) if candidates else group[0]
+        keep.add(owner["qualname"])
+    return keep
+
+
+def _source_read_just_as_well(cls: ClassAnswer) -> bool:
+    """TorchScript refused the class only for an int where a float is annotated
+    (`scale_factor=2`), which Python accepts: the static pass replays those calls as
+    Python means them, so an ATL004 note would only be noise (the torchscript target still
+    reports TS001)."""
+    return cls.get("capture") == "static" and only_int_for_float((cls.get("script_error") or {}).get("details", ""))
+
+
+def _script_message(cls: ClassAnswer, path: str) -> str:
+    error = cls["script_error"]
+    site = error.get("site")
+    where = f" at {os.path.basename(site['file'])}:{site['line']}" if site else ""
+    name, key = cls["name"], cls["module"]
+    if cls.get("capture") == "static":
+        return (
+            f"`{name}` was analysed from its source only: TorchScript cannot compile it{where} "
+            f"({error['message']}). Calls decided at run time, dtypes and shapes are not seen; give example "
+            f'inputs so atenlint can trace it: [tool.atenlint.modules."{key}"] inputs = "torch.randn(...)" '
+            f"in pyproject.toml, or `# atenlint: inputs=torch.randn(...)` on the class line"
+        )
+    return (
+        f"`{name}` was not analysed: TorchScript cannot compile it{where} ({error['message']}), "
+        f"so atenlint cannot see its operators"
+    )

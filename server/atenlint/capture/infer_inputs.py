@@ -1,0 +1,377 @@
+"""Example inputs for a class nobody gave any: candidates built from what atenlint knows.
+
+Runs inside the worker, on a class already built on meta. The candidates come, in a fixed
+order, from:
+
+1. the suggestion `--add-inputs` would write (`inputs_suggest.py`: type hints, jaxtyping
+   dimensions, documented shapes, the first layer's literal sizes), when the signature
+   says what forward takes;
+2. the built instance: the layer `forward` first hands each parameter to (`self.conv(x)`,
+   `self.transformer.wte(idx)`, through `Sequential`s to their first layer, else the
+   instance's first layer), read at run time (`in_channels`, `in_features`,
+   `num_embeddings`, `normalized_shape`, `batch_first`), with sizes the instance itself
+   declares (`block_size`, `context_length`, `image_size`, `input_resolution`) before
+   common ones (32, 224 pixels; 16 tokens);
+3. conventions by parameter name (`idx`, `input_ids`, `text`: token ids; `t`, `time`,
+   `timesteps`: one value per batch item; `mask`: None).
+
+Each candidate is only an expression of `torch` calls (`torch.randn(2, 3, 32, 32)`), so
+it evaluates the same on meta, on fake tensors and on the CPU, and it is what the answer
+shows as the inputs used. No more than `MAX_CANDIDATES` per class, in a deterministic
+order (no choice ever depends on time); the caller tries them cheapest first (a fake-
+tensor forward) and keeps the first that runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import linecache
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..inputs_suggest import annotation_kind, documented_shapes, suggest_inputs, unpacked_rank
+from ..python_parse import parse_module
+
+MAX_CANDIDATES = 8
+# Classes of one file traced with inferred inputs: each costs a trace per front end
+# (torch.export's is the dearest, seconds on a loaded machine), and the file's analysis
+# shares one time limit. A request's `infer_inputs` may set another number.
+INFERRED_CLASSES_PER_FILE = 3
+# torch.jit.trace needs real weights; with guessed inputs, up to this many bytes (beyond,
+# the jit views come from the scripted graph, as they did before inputs were inferred).
+INFERRED_REAL_LIMIT_BYTES = 192 * 1024 * 1024
+BATCH = 2  # not 1: a batch of one hides broadcasting mistakes and trips BatchNorm in training
+_DEFAULT_SEQ = 16
+_DEFAULT_SPATIAL = (32, 224, 64, 16)
+_SEQ_ATTRIBUTES = (
+    "block_size",
+    "context_length",
+    "max_seq_len",
+    "max_seq_length",
+    "n_ctx",
+    "seq_len",
+    "max_len",
+    "max_position_embeddings",
+    "num_positions",
+)
+_SPATIAL_ATTRIBUTES = ("image_size", "img_size", "input_resolution", "image_resolution", "resolution", "input_size")
+_ID_NAMES = {"idx", "ids", "input_ids", "token_ids", "tokens", "text", "tokenized", "src_tokens", "token"}
+_TIME_NAMES = {"t", "time", "times", "timestep", "timesteps", "noise_level", "sigma", "sigmas"}
+_MASK_NAMES = {"mask", "attention_mask", "attn_mask", "key_padding_mask", "src_mask", "padding_mask"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Positional inputs as one expression (`torch.randn(2, 8)`, or a tuple display)."""
+
+    expression: str
+    source: str  # "signature" (the --add-inputs suggestion) or "instance"
+
+
+def candidates(cls: type, instance: torch.nn.Module, module: Any) -> list[Candidate]:
+    """Up to MAX_CANDIDATES example inputs for `cls.forward`, best first; [] when forward's
+    signature cannot be read or asks for what no tensor can give (`*args`, required
+    keyword-only parameters)."""
+    out: list[Candidate] = []
+    suggested = _suggestion(cls, module)
+    if suggested is not None:
+        out.append(Candidate(suggested, "signature"))
+    forward = _forward_node(cls)
+    if forward is not None:
+        for expression in _instance_candidates(forward, instance):
+            if all(c.expression != expression for c in out):
+                out.append(Candidate(expression, "instance"))
+    return out[:MAX_CANDIDATES]
+
+
+def evaluate(expression: str, device: str) -> tuple[Any, ...]:
+    """A candidate's tensors, made on `device` ("meta" costs nothing; "cpu" for jit.trace)."""
+    with torch.device(device):
+        value = eval(expression, {"torch": torch, "__builtins__": {}})  # only torch calls, made here
+    return value if isinstance(value, tuple) else (value,)
+
+
+# -- the suggestion --add-inputs writes --------------------------------------------------------
+
+
+def _suggestion(cls: type, module: Any) -> str | None:
+    path = getattr(module, "__file__", None) or ""
+    text = "".join(linecache.getlines(path)) if path else ""
+    if not text:
+        return None
+    qualname = cls.__qualname__
+    for suggestion in suggest_inputs(text):
+        if suggestion.qualname == qualname and not suggestion.kwargs:
+            return None if suggestion.expression == "()" else suggestion.expression
+    return None
+
+
+# -- from the built instance -------------------------------------------------------------------
+
+
+def _forward_node(cls: type) -> ast.FunctionDef | None:
+    forward = getattr(cls, "forward", None)
+    if forward is None or forward is torch.nn.Module.forward:
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(forward))
+        tree = parse_module(source)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, ast.FunctionDef) else None
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """The first layer a parameter meets, as the instance built it."""
+
+    kind: str  # "conv", "linear", "embedding", "norm" (last dims), "norm2d" (channels), "sequence"
+    size: int  # channels, features, vocabulary or embedding size
+    spatial_rank: int = 0  # conv: 1, 2, 3
+    batch_first: bool = True
+    trailing: tuple[int, ...] = ()  # LayerNorm's normalized_shape beyond the last dimension
+
+
+def _instance_candidates(forward: ast.FunctionDef, instance: torch.nn.Module) -> list[str]:
+    arguments = forward.args
+    if arguments.vararg is not None or any(d is None for d in arguments.kw_defaults):
+        return []  # *args, or a keyword-only parameter without a default
+    positional = list(arguments.posonlyargs) + list(arguments.args)
+    if positional and positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    required = positional[: len(positional) - len(arguments.defaults)]
+    if not required:
+        return []
+    docs = documented_shapes(ast.get_docstring(forward) or "")
+    seq = _declared_size(instance, _SEQ_ATTRIBUTES)
+    spatial = _declared_size(instance, _SPATIAL_ATTRIBUTES)
+    options: list[list[str]] = []
+    first_tensor: list[str] | None = None
+    for parameter in required:
+        values = _parameter_values(parameter, forward, instance, docs, seq, spatial)
+        if values is None:
+            # A tensor nothing describes: shaped like the first one, else by convention.
+            values = first_tensor or _generic(unpacked_rank(forward, parameter.arg), seq, spatial)
+        if not values:
+            return []
+        if first_tensor is None and any(v.startswith("torch.") for v in values):
+            first_tensor = values
+        options.append(values)
+    out = []
+    for combination in itertools.islice(itertools.product(*options), MAX_CANDIDATES):
+        out.append(f"({', '.join(combination)},)")
+    return out
+
+
+def _parameter_values(
+    parameter: ast.arg,
+    forward: ast.FunctionDef,
+    instance: torch.nn.Module,
+    docs: dict[str, list[str]],
+    seq: int | None,
+    spatial: int | None,
+) -> list[str] | None:
+    """Expressions to try for one required parameter, best first; None when nothing says
+    what it is (the caller shapes it like the first tensor)."""
+    name = parameter.arg
+    kind, dims = annotation_kind(parameter.annotation)
+    if kind == "int":
+        return ["1"]
+    if kind == "float":
+        return ["1.0"]
+    if kind == "bool":
+        return ["False"]
+    if kind == "optional":
+        return ["None"]
+    if kind is None and name.lower() in _MASK_NAMES:
+        # Absent first; else one flag per token (`attention_mask`), as long as the sequence.
+        return ["None", f"torch.ones({BATCH}, {seq or _DEFAULT_SEQ}, dtype=torch.long)"]
+    if kind == "other":
+        return []  # a type we cannot make: no candidate at all
+    lowered = name.lower()
+    layer = _first_layer(forward, name, instance)
+    if kind is None and lowered in _TIME_NAMES:
+        # One step per batch item, unless a layer says it is already an embedding.
+        steps = [f"torch.randint(0, 1000, ({BATCH},))", f"torch.rand({BATCH})"]
+        return (_shapes_for(layer, None, seq, spatial) if layer is not None else []) + steps
+    documented = dims or docs.get(name)
+    rank = len(documented) if documented else unpacked_rank(forward, name)
+    ids = kind == "int_tensor" or (layer is not None and layer.kind == "embedding")
+    ids = ids or (kind is None and layer is None and lowered in _ID_NAMES)
+    if ids:
+        high = layer.size if layer is not None and layer.kind == "embedding" else _vocabulary(instance)
+        lengths = _dedupe([seq, _DEFAULT_SEQ])
+        return [f"torch.randint(0, {high}, ({BATCH}, {length}))" for length in lengths]
+    if layer is None:
+        return None
+    shaped = _shapes_for(layer, rank, seq, spatial)
+    if parameter is _first_positional(forward):
+        # Forward may reshape its input before the layer (`self.conv(wav.unsqueeze(1))`):
+        # the common shapes come after the layer's two most likely ones.
+        generic = [g for g in _generic(rank, seq, spatial) if g not in shaped]
+        shaped = shaped[:2] + generic + shaped[2:]
+    return shaped
+
+
+def _first_positional(forward: ast.FunctionDef) -> ast.arg | None:
+    params = [a for a in forward.args.posonlyargs + forward.args.args if a.arg not in ("self", "cls")]
+    return params[0] if params else None
+
+
+def _generic(rank: int | None, seq: int | None, spatial: int | None) -> list[str]:
+    """Shapes for a tensor nothing describes (an activation, a residual wrapper): a
+    sequence of features, then an image, then a flat batch; of `rank` when forward says."""
+    shapes = [(BATCH, seq or _DEFAULT_SEQ, 64), (BATCH, 3, spatial or 32, spatial or 32), (BATCH, 64)]
+    if rank is not None:
+        shapes = [s for s in shapes if len(s) == rank] or [(BATCH,) + (8,) * (rank - 1)]
+    return [f"torch.randn({', '.join(map(str, shape))})" for shape in shapes]
+
+
+def _shapes_for(layer: _Layer, rank: int | None, seq: int | None, spatial: int | None) -> list[str]:
+    shapes: list[tuple[int, ...]] = []
+    if layer.kind == "conv":
+        for side in _dedupe([spatial, *_DEFAULT_SPATIAL]):
+            shapes.append((BATCH, layer.size) + (side,) * layer.spatial_rank)
+    elif layer.kind == "norm2d":
+        for side in _dedupe([spatial, *_DEFAULT_SPATIAL]):
+            shapes.append((BATCH, layer.size, side, side))
+    elif layer.kind == "sequence":
+        for length in _dedupe([seq, _DEFAULT_SEQ]):
+            shapes.append((BATCH, length, layer.size) if layer.batch_first else (length, BATCH, layer.size))
+    else:  # linear, norm: the last dimension is the layer's
+        lengths = _dedupe([seq, _DEFAULT_SEQ])
+        if rank == 2:
+            shapes.append((BATCH, layer.size))
+        elif rank is not None and rank > 2:
+            shapes += [(BATCH,) + (length,) * (rank - 2) + (layer.size,) + layer.trailing for length in lengths]
+        else:
+            shapes += [(BATCH, length, layer.size) + layer.trailing for length in lengths]
+            if layer.kind == "linear":
+                shapes.append((BATCH, layer.size))
+    return [f"torch.randn({', '.join(map(str, shape))})" for shape in shapes]
+
+
+def _first_layer(forward: ast.FunctionDef, name: str, instance: torch.nn.Module) -> _Layer | None:
+    """The layer `forward` first calls on the parameter itself (`self.conv(x)`,
+    `self.transformer.wte(idx)`), read from the instance; when forward hands it to no layer
+    of its own first and it is forward's first parameter, the instance's first layer."""
+    calls = sorted((n for n in ast.walk(forward) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    # The parameter itself, then what keeps its shape on the way (`self.act(t)`,
+    # `F.silu(t)`, a layer without sizes): innermost calls come later in this order, so
+    # walk it until nothing more is reached.
+    carrying: list[ast.expr] = []
+    for _ in range(4):
+        progressed = False
+        for call in calls:
+            if call in carrying or not call.args or not _carries(call.args[0], name, carrying):
+                continue
+            path = _self_path(call.func)
+            target: Any = instance
+            for part in path or ():
+                target = getattr(target, part, None)
+            if path is not None and isinstance(target, torch.nn.Module):
+                found = _describe(_first_leaf(target))
+                if found is not None:
+                    return found
+                carrying.append(call)  # an activation, a dropout: the shape goes on
+                progressed = True
+            elif _is_elementwise(call.func):
+                carrying.append(call)
+                progressed = True
+        if not progressed:
+            break
+    first = _first_positional(forward)
+    if first is not None and first.arg == name:
+        return _describe(_first_leaf(instance))
+    return None
+
+
+def _carries(node: ast.expr, name: str, carrying: list[ast.expr]) -> bool:
+    return (isinstance(node, ast.Name) and node.id == name) or any(node is c for c in carrying)
+
+
+_ELEMENTWISE = {"relu", "gelu", "silu", "sigmoid", "tanh", "mish", "leaky_relu", "elu", "softplus", "dropout"}
+
+
+def _is_elementwise(func: ast.expr) -> bool:
+    """`F.silu(t)`, `torch.relu(t)`: the result has the argument's shape."""
+    return isinstance(func, ast.Attribute) and func.attr in _ELEMENTWISE
+
+
+def _self_path(node: ast.expr) -> list[str] | None:
+    """`self.a.b` -> ["a", "b"]; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id == "self" and parts:
+        return list(reversed(parts))
+    return None
+
+
+def _first_leaf(module: torch.nn.Module) -> torch.nn.Module:
+    """The first layer with weights, in registration order (which is how most models are
+    written: the stem first)."""
+    for child in module.modules():
+        if _describe(child) is not None:
+            return child
+    return module
+
+
+def _describe(layer: torch.nn.Module) -> _Layer | None:
+    nn = torch.nn
+    if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        return _Layer("conv", int(layer.in_channels), spatial_rank=len(layer.kernel_size))
+    if isinstance(layer, nn.Linear):
+        return _Layer("linear", int(layer.in_features))
+    if isinstance(layer, (nn.Embedding, nn.EmbeddingBag)):
+        return _Layer("embedding", int(layer.num_embeddings))
+    if isinstance(layer, nn.LayerNorm) and layer.normalized_shape:
+        shape = tuple(int(s) for s in layer.normalized_shape)
+        return _Layer("norm", shape[0], trailing=shape[1:])
+    if isinstance(layer, (nn.BatchNorm2d, nn.InstanceNorm2d)) and layer.num_features:
+        return _Layer("norm2d", int(layer.num_features))
+    if isinstance(layer, nn.GroupNorm):
+        return _Layer("norm2d", int(layer.num_channels))
+    if isinstance(layer, nn.BatchNorm1d):
+        return _Layer("linear", int(layer.num_features))
+    if isinstance(layer, nn.MultiheadAttention):
+        return _Layer("sequence", int(layer.embed_dim), batch_first=bool(layer.batch_first))
+    if isinstance(layer, nn.RNNBase):
+        return _Layer("sequence", int(layer.input_size), batch_first=bool(layer.batch_first))
+    return None
+
+
+def _declared_size(instance: torch.nn.Module, names: tuple[str, ...]) -> int | None:
+    """The first of `names` an instance (or a submodule, or its `config`) sets to a
+    positive int (or a square pair), in module order."""
+    for module in instance.modules():
+        holders = [module, getattr(module, "config", None)]
+        for holder in holders:
+            if holder is None:
+                continue
+            for name in names:
+                value = getattr(holder, name, None)
+                if isinstance(value, (tuple, list)) and len(value) == 2 and value[0] == value[1]:
+                    value = value[0]
+                if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+                    return value
+    return None
+
+
+def _vocabulary(instance: torch.nn.Module) -> int:
+    """Token ids must be below the first embedding's size (else any id is fine)."""
+    for module in instance.modules():
+        if isinstance(module, torch.nn.Embedding):
+            return int(module.num_embeddings)
+    return 10
+
+
+def _dedupe(values: list[int | None]) -> list[int]:
+    return list(dict.fromkeys(v for v in values if v is not None))

@@ -1,0 +1,370 @@
+"""Inputs inferred for classes nobody gave any (capture/infer_inputs.py), and how the
+capture uses them: traced on the toolchains' own front ends when they run, silently
+scripted when they do not, never a finding of their own."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+import torch
+
+from atenlint.capture import file_capture
+from atenlint.capture.infer_inputs import MAX_CANDIDATES, candidates, evaluate
+from atenlint.capture.trace import runs_on_fake
+from support import load_module
+
+
+def _candidates(tmp_path: Any, source: str, cls: str, name: str) -> list[str]:
+    module = load_module(tmp_path, source, name)
+    with torch.device("meta"):
+        instance = getattr(module, cls)()
+    return [c.expression for c in candidates(getattr(module, cls), instance, module)]
+
+
+def test_the_first_layer_of_the_instance_gives_channels_and_sizes_it_declares(tmp_path: Any) -> None:
+    found = _candidates(
+        tmp_path,
+        """
+        import torch.nn as nn
+
+        class Stem(nn.Module):
+            def __init__(self, chans=5, image_size=48):
+                super().__init__()
+                self.image_size = image_size
+                self.body = nn.Sequential(nn.Conv2d(chans, 8, 3), nn.ReLU())
+
+            def forward(self, img):
+                return self.body(img)
+        """,
+        "Stem",
+        "infer_stem",
+    )
+    # The declared image size first, then common ones; channels from the built layer.
+    assert found[:2] == ["(torch.randn(2, 5, 48, 48),)", "(torch.randn(2, 5, 32, 32),)"]
+    assert "(torch.randn(2, 5, 224, 224),)" in found and len(found) == MAX_CANDIDATES
+
+
+def test_a_parameter_reaches_its_layer_through_activations(tmp_path: Any) -> None:
+    """`self.time(self.act(t))`: the SiLU keeps the shape, the Linear says the size; the
+    name's convention (one step per batch item) comes after what the layer says."""
+    found = _candidates(
+        tmp_path,
+        """
+        import torch.nn as nn
+
+        class ResBlock(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.GroupNorm(4, 16)
+                self.conv = nn.Conv2d(16, 16, 3, padding=1)
+                self.time = nn.Linear(8, 16)
+                self.act = nn.SiLU()
+
+            def forward(self, x, t):
+                h = self.conv(self.act(self.norm(x)))
+                return h + self.time(self.act(t))[:, :, None, None]
+        """,
+        "ResBlock",
+        "infer_resblock",
+    )
+    assert found[:2] == [
+        "(torch.randn(2, 16, 32, 32), torch.randn(2, 16, 8),)",
+        "(torch.randn(2, 16, 32, 32), torch.randn(2, 8),)",
+    ]
+
+
+def test_token_ids_below_the_embeddings_size_and_as_long_as_the_block(tmp_path: Any) -> None:
+    found = _candidates(
+        tmp_path,
+        """
+        import torch.nn as nn
+
+        class Config:
+            block_size = 24
+
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.config = Config()
+                self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(100, 8)))
+
+            def forward(self, idx, targets=None):
+                return self.transformer.wte(idx)
+        """,
+        "LM",
+        "infer_lm",
+    )
+    assert found == ["(torch.randint(0, 100, (2, 24)),)", "(torch.randint(0, 100, (2, 16)),)"]
+
+
+def test_parameters_named_by_convention_and_the_signature_suggestion_first(tmp_path: Any) -> None:
+    found = _candidates(
+        tmp_path,
+        """
+        import torch
+        import torch.nn as nn
+
+        class Denoiser(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(12, 12)
+
+            def forward(self, x, time, mask):
+                return self.proj(x) * time[:, None, None]
+
+        class Hinted(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(12, 4)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.proj(x)
+        """,
+        "Denoiser",
+        "infer_denoiser",
+    )
+    assert found[0] == "(torch.randn(2, 16, 12), torch.randint(0, 1000, (2,)), None,)"
+    assert len(found) <= MAX_CANDIDATES and len(set(found)) == len(found)
+    module = load_module(tmp_path, (tmp_path / "infer_denoiser.py").read_text(), "infer_denoiser_again")
+    with torch.device("meta"):
+        hinted = module.Hinted()
+    listed = candidates(module.Hinted, hinted, module)
+    assert (listed[0].expression, listed[0].source) == ("torch.randn(1, 12)", "signature")
+    assert candidates(module.Hinted, hinted, module) == listed  # a fixed order, every time
+
+
+def test_what_no_tensor_can_give_gets_no_candidate(tmp_path: Any) -> None:
+    source = """
+        import torch.nn as nn
+
+        class Varargs(nn.Module):
+            def forward(self, *xs):
+                return xs[0]
+
+        class Keyword(nn.Module):
+            def forward(self, x, *, scale):
+                return x * scale
+
+        class Typed(nn.Module):
+            def forward(self, batch: dict):
+                return batch["x"]
+    """
+    module = load_module(tmp_path, source, "infer_none")
+    for name in ("Varargs", "Keyword", "Typed"):
+        cls = getattr(module, name)
+        assert candidates(cls, cls(), module) == [], name
+
+
+def test_a_fake_run_leaves_the_train_state_as_it_was() -> None:
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout())
+    model.train()
+    assert runs_on_fake(model, evaluate("(torch.randn(2, 4),)", "meta"))
+    assert not runs_on_fake(model, evaluate("(torch.randn(2, 5),)", "meta"))
+    assert all(m.training for m in model.modules())
+
+
+SOURCE = """
+    import torch
+    import torch.nn as nn
+
+
+    class Guessed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x))
+
+
+    class Unguessable(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x.view(-1, 7, 8)).softmax(-1)
+
+
+    class DataDependent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = self.proj(x)
+            if y.sum() > 0:
+                return y.relu()
+            return y
+
+
+    class Configured(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x)
+"""
+
+VIEWS = ["dispatch", "jit", "onnx-jit", "export", "executorch-export", "script"]
+
+
+def _capture(tmp_path: Any, infer: bool = True) -> dict[str, Any]:
+    path = tmp_path / "inferred_case.py"
+    path.write_text(textwrap.dedent(SOURCE).lstrip())
+    request: dict[str, Any] = {
+        "path": str(path),
+        "module": "inferred_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {"Guessed": {}, "Unguessable": {}, "DataDependent": {}, "Configured": {"inputs": "torch.randn(3)"}},
+        "devices": ["cpu"],
+        "views": VIEWS,
+    }
+    if not infer:
+        request["infer_inputs"] = False
+    return {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _capture(tmp_path_factory.mktemp("inferred"))
+
+
+def test_a_class_without_inputs_is_traced_with_inferred_ones_and_says_so(captured: dict[str, Any]) -> None:
+    guessed = captured["Guessed"]
+    assert guessed["capture"] == "trace"
+    assert guessed["inputs_inferred"] == "(torch.randn(2, 3, 32, 32),)"
+    assert set(guessed["covered"]) == {"dispatch", "jit", "onnx-jit", "export", "executorch-export"}
+    ops = {e["op"] for e in guessed["ops"]}
+    assert "aten::_convolution" in ops or "aten::conv2d" in ops  # the jit view's node
+    assert "aten::convolution" in ops  # the export view's node
+
+
+def test_inferred_inputs_that_fail_fall_back_silently(captured: dict[str, Any]) -> None:
+    unguessable = captured["Unguessable"]
+    assert unguessable.get("capture") != "trace" and "inputs_inferred" not in unguessable
+    assert unguessable["status"] == "ok" and unguessable["ops"]  # scripted, as without inference
+    for key in ("trace_error", "graph_errors", "trace_notes"):
+        assert key not in unguessable, key
+
+
+def test_a_front_end_failing_on_inferred_inputs_is_no_finding(captured: dict[str, Any]) -> None:
+    data_dependent = captured["DataDependent"]
+    assert data_dependent["capture"] == "trace" and "inputs_inferred" in data_dependent
+    assert "graph_errors" not in data_dependent  # with configured inputs: EXPORT001 (toolchain_fails)
+    assert data_dependent["fallback"] == {"export": "script", "executorch-export": "script"}
+    assert "dispatch" in data_dependent["covered"] and "export" not in data_dependent["covered"]
+
+
+def test_configured_inputs_still_decide_and_their_failure_is_reported(captured: dict[str, Any]) -> None:
+    configured = captured["Configured"]
+    assert "inputs_inferred" not in configured
+    assert configured.get("trace_error") or configured.get("graph_errors")
+
+
+def test_inference_can_be_turned_off(tmp_path: Any) -> None:
+    off = _capture(tmp_path, infer=False)
+    assert not any("inputs_inferred" in c for c in off.values())
+    assert off["Guessed"].get("capture") != "trace"
+
+
+BUDGET_SOURCE = """
+    import torch
+    import torch.nn as nn
+
+
+    class Part(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x).relu()
+
+
+    class Unscriptable(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+            self.scale = torch.ones(8)  # a plain tensor attribute: TorchScript refuses it as a module
+
+        def forward(self, x):
+            return self.proj(x) * (lambda y: y)(self.scale)
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.part = Part()
+            self.other = Unscriptable()
+
+        def forward(self, x):
+            return self.other(self.part(x))
+"""
+
+
+def test_the_model_is_guessed_first_and_its_parts_only_when_they_cannot_be_scripted(tmp_path: Any) -> None:
+    path = tmp_path / "budget_case.py"
+    path.write_text(textwrap.dedent(BUDGET_SOURCE).lstrip())
+    request = {
+        "path": str(path),
+        "module": "budget_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {"Part": {}, "Unscriptable": {}, "Model": {}},
+        "devices": ["cpu"],
+        "views": ["dispatch", "export"],
+    }
+    answer = file_capture.capture_file(request)
+    by_name = {c["qualname"]: c for c in answer["classes"]}
+    assert [c["qualname"] for c in answer["classes"]] == ["Part", "Unscriptable", "Model"]  # source order
+    assert by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
+    # What the trace ran, as the scripted walk lists it: a part is not "unanalysed".
+    assert {"budget_case.Part", "budget_case.Unscriptable"} <= set(by_name["Model"]["submodules"])
+    # Part runs inside Model's trace and TorchScript compiles it: scripted, no guess spent.
+    assert "inputs_inferred" not in by_name["Part"] and by_name["Part"].get("capture") != "trace"
+    # Unscriptable runs inside Model's trace too, but would be read from source: traced.
+    assert by_name["Unscriptable"]["capture"] == "trace" and "inputs_inferred" in by_name["Unscriptable"]
+
+
+def test_a_file_traces_a_bounded_number_of_classes_with_guesses(tmp_path: Any) -> None:
+    from atenlint.capture.infer_inputs import INFERRED_CLASSES_PER_FILE
+
+    count = INFERRED_CLASSES_PER_FILE + 2
+    source = "import torch.nn as nn\n" + "".join(
+        f"\n\nclass Layer{i}(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.proj = nn.Linear({i + 2}, 4)\n\n    def forward(self, x):\n        return self.proj(x)\n"
+        for i in range(count)
+    )
+    path = tmp_path / "many_case.py"
+    path.write_text(source)
+    request = {
+        "path": str(path),
+        "module": "many_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {f"Layer{i}": {} for i in range(count)},
+        "devices": ["cpu"],
+        "views": ["dispatch"],
+    }
+    classes = file_capture.capture_file(request)["classes"]
+    guessed = [c["qualname"] for c in classes if "inputs_inferred" in c]
+    # The last defined first, the same ones every run.
+    assert guessed == [f"Layer{i}" for i in range(count - INFERRED_CLASSES_PER_FILE, count)]
+    assert all(c["ops"] for c in classes)  # the others scripted, as before
+
+
+def test_the_request_sets_the_budget() -> None:
+    from atenlint.capture.file_capture import _inference_budget
+    from atenlint.capture.infer_inputs import INFERRED_CLASSES_PER_FILE
+
+    default = _inference_budget(True)
+    assert default is not None and default.remaining == INFERRED_CLASSES_PER_FILE
+    two = _inference_budget(2)
+    assert two is not None and two.remaining == 2
+    assert _inference_budget(False) is None and _inference_budget(0) is None
