@@ -70,6 +70,11 @@ class FakeEngine:
     hello: ClassVar[dict[str, Any]] = {}
     torch_degradations: ClassVar[list[str]] = []
 
+    @property
+    def run_notes(self) -> list[str]:
+        """As the real engine's: what this torch lacks (a fake worker is never confined)."""
+        return list(self.torch_degradations)
+
     def __init__(self, delay: float = 0.002, slow_target: str | None = None):
         self.delay = delay
         self.resolver = _Resolver()
