@@ -19,8 +19,9 @@ from harness import SERVER, open_file, register_extras
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from support import REPO
 from test_server_pull import VSCodeLike, pulling_capabilities
+
+from support import REPO
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -51,6 +52,7 @@ def _files(root: str) -> list[str]:
 def _cli(root: str) -> list[Shown]:
     out = subprocess.run(
         [sys.executable, "-m", "atenlint", "check", ".", "--format", "json"],
+        check=False,
         cwd=root,
         capture_output=True,
         text=True,
@@ -61,7 +63,9 @@ def _cli(root: str) -> list[Shown]:
     for item in json.loads(out.stdout)["diagnostics"]:
         start, end = item["range"]["start"], item["range"]["end"]
         path = os.path.realpath(os.path.join(root, item["path"]))
-        shown.append((path, start["line"], start["character"], end["line"], end["character"], item["code"], item["target"]))
+        shown.append(
+            (path, start["line"], start["character"], end["line"], end["character"], item["code"], item["target"])
+        )
     return sorted(shown)
 
 
