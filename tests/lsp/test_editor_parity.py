@@ -133,18 +133,12 @@ async def test_a_pull_client_like_vscode_is_shown_what_the_cli_finds(client: Lan
     assert _shown({uri: items for uri, items in editor.shown.items() if items}) == cli
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
-async def push_client(lsp_client: LanguageClient):
-    yield lsp_client
-    await lsp_client.shutdown_session()
-
-
 @pytest.mark.asyncio
-async def test_a_push_client_is_shown_what_the_cli_finds(push_client: LanguageClient, tmp_path):
+async def test_a_push_client_is_shown_what_the_cli_finds(client: LanguageClient, tmp_path):
     root = _workspace(tmp_path)
     cli = _cli(root)
-    await _initialize(push_client, root, client_capabilities("neovim"))
-    uris = [open_file(push_client, path) for path in _files(root)]
-    await _settle_push(push_client, uris)
-    shown = {uri: list(items) for uri, items in push_client.diagnostics.items() if items}
+    await _initialize(client, root, client_capabilities("neovim"))
+    uris = [open_file(client, path) for path in _files(root)]
+    await _settle_push(client, uris)
+    shown = {uri: list(items) for uri, items in client.diagnostics.items() if items}
     assert _shown(shown) == cli

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..bounded_read import file_kind
+
 # No Python source is this large; reading one would only exhaust the worker's memory.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
@@ -410,20 +412,6 @@ _REASONS = {
     "signal": "signal other processes",
     "file": "read files that are not regular files",
 }
-
-
-def file_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "not a regular file"
 
 
 def _is_library(path: str) -> bool:
