@@ -191,6 +191,10 @@ class Checks:
                     return  # closed meanwhile
                 if any(modified_since(p, started_ns) for p in document.renotified):
                     document.pending = True  # written while it ran: it may have read it half-written
+                if any(self.state.changed_at.get(p, -1) > generation for p in result.dependencies):
+                    # A file it read changed while it ran. A document with no result yet is
+                    # not among the importers a change re-checks, so only this catches it.
+                    document.pending = True
                 if document.pending:
                     continue  # superseded while it ran (an edit, a save, a file it imports)
                 result.text_version = document.version_of(result.text)
