@@ -255,3 +255,11 @@ def edit_version(action: types.CodeAction, uri: str) -> int | None:
         if isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri:
             return change.text_document.version
     return None
+
+
+def pulling_capabilities() -> types.ClientCapabilities:
+    """VS Code's recorded capabilities plus pull diagnostics with refresh (as VS Code >= 1.74)."""
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.text_document.diagnostic = types.DiagnosticClientCapabilities(dynamic_registration=False)
+    capabilities.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    return capabilities

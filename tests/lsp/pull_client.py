@@ -20,6 +20,19 @@ from atenlint.lsp.settings import EditorSettings
 from atenlint.lsp.state import Served
 from atenlint.sourcetext import SourceText
 
+# The issue-19 workspace: a.py's Encoder calls an op MPS lacks; b.py's Model reaches it.
+ENCODER = (
+    "import torch\nimport torch.nn as nn\n\n\nclass Encoder(nn.Module):\n"
+    "    def __init__(self, dim):\n        super().__init__()\n        self.dim = dim\n\n"
+    "    def forward(self, x):\n        return torch.special.ndtri(x)\n"
+)
+FIXED = ENCODER.replace("torch.special.ndtri(x)", "torch.erfinv(x)")
+MODEL = (
+    "import torch.nn as nn\nfrom a import Encoder\n\n\nclass Model(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.enc = Encoder(8)\n\n"
+    "    def forward(self, x):\n        return self.enc(x)\n"
+)
+
 
 def items(served: Served) -> list[types.Diagnostic]:
     source = SourceText(served.text, served.path) if served.text is not None else None

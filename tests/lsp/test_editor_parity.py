@@ -15,11 +15,11 @@ import sys
 
 import pytest
 import pytest_lsp
-from harness import SERVER, open_file, register_extras
+from harness import SERVER, open_file, pulling_capabilities, register_extras
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_server_pull import VSCodeLike, pulling_capabilities
+from test_server_pull import VSCodeLike
 
 from support import REPO
 

@@ -12,21 +12,9 @@ import os
 import threading
 
 from fake_engine import FakeEngine
-from pull_client import pull_session, write
+from pull_client import ENCODER, FIXED, MODEL, pull_session, write
 
 from atenlint.lsp.session import path_uri
-
-ENCODER = (
-    "import torch\nimport torch.nn as nn\n\n\nclass Encoder(nn.Module):\n"
-    "    def __init__(self, dim):\n        super().__init__()\n        self.dim = dim\n\n"
-    "    def forward(self, x):\n        return torch.special.ndtri(x)\n"
-)
-FIXED = ENCODER.replace("torch.special.ndtri(x)", "torch.erfinv(x)")
-MODEL = (
-    "import torch.nn as nn\nfrom a import Encoder\n\n\nclass Model(nn.Module):\n"
-    "    def __init__(self):\n        super().__init__()\n        self.enc = Encoder(8)\n\n"
-    "    def forward(self, x):\n        return self.enc(x)\n"
-)
 
 
 class SlowerImporter(FakeEngine):

@@ -8,18 +8,19 @@ import pathlib
 
 import pytest
 import pytest_lsp
-from harness import SERVER, copy_workspace, open_file, published_until, register_extras, replace_text, until_published
+from harness import (
+    SERVER,
+    copy_workspace,
+    open_file,
+    published_until,
+    pulling_capabilities,
+    register_extras,
+    replace_text,
+    until_published,
+)
 from lsprotocol import types
 from pygls.uris import from_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-
-
-def pulling_capabilities() -> types.ClientCapabilities:
-    """VS Code's recorded capabilities plus pull diagnostics with refresh (as VS Code >= 1.74)."""
-    capabilities = client_capabilities("visual-studio-code")
-    capabilities.text_document.diagnostic = types.DiagnosticClientCapabilities(dynamic_registration=False)
-    capabilities.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
-    return capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))

@@ -10,22 +10,11 @@ import pathlib
 
 import pytest
 import pytest_lsp
-from harness import SERVER, copy_workspace, open_file, register_extras, replace_text, uri_of
+from harness import SERVER, copy_workspace, open_file, pulling_capabilities, register_extras, replace_text, uri_of
 from lsprotocol import types
+from pull_client import ENCODER, FIXED, MODEL
 from pygls.uris import from_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-
-ENCODER = (
-    "import torch\nimport torch.nn as nn\n\n\nclass Encoder(nn.Module):\n"
-    "    def __init__(self, dim):\n        super().__init__()\n        self.dim = dim\n\n"
-    "    def forward(self, x):\n        return torch.special.ndtri(x)\n"
-)
-FIXED = ENCODER.replace("torch.special.ndtri(x)", "torch.erfinv(x)")
-MODEL = (
-    "import torch.nn as nn\nfrom a import Encoder\n\n\nclass Model(nn.Module):\n"
-    "    def __init__(self):\n        super().__init__()\n        self.enc = Encoder(8)\n\n"
-    "    def forward(self, x):\n        return self.enc(x)\n"
-)
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 
 class VSCodeLike:
@@ -85,13 +74,6 @@ class VSCodeLike:
 
     def codes(self, path: str, code: str = "MPS001") -> list[str]:
         return [str(d.code) for d in self.shown.get(uri_of(path), []) if d.code == code]
-
-
-def pulling_capabilities() -> types.ClientCapabilities:
-    capabilities = client_capabilities("visual-studio-code")
-    capabilities.text_document.diagnostic = types.DiagnosticClientCapabilities(dynamic_registration=False)
-    capabilities.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
-    return capabilities
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
