@@ -27,6 +27,9 @@ import tempfile
 import textwrap
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from table import Row
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ATENLINT = [sys.executable, "-m", "atenlint"]
 
@@ -148,6 +151,40 @@ def measure_two_cores(paths: list, repeat: int, cache: str) -> dict:
         "baseline_runs_s": [round(b, 2) for b in baseline],
         "atenlint_runs_s": [round(c, 2) for c in checks],
     }
+
+
+def rows(quick: bool) -> list[Row]:
+    """`atenlint check examples/` vs raw jit.script, and the 40-file scan on two cores (full run),
+    for benchmarks/run.py."""
+    repeat = 1 if quick else 3
+    out = []
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = os.path.join(scratch, "cache")
+        if not quick:
+            generated = os.path.join(scratch, "generated")
+            os.makedirs(generated)
+            generate_workspace(generated, 40)
+            two = measure_two_cores([generated], repeat, cache)
+            out.append(
+                Row(
+                    "scan of the generated 40-file package vs raw capture on two cores",
+                    two["atenlint_jobs2_s"],
+                    two["baseline_two_processes_s"],
+                    goal_ratio=1.3,
+                    note="bench_check, --jobs 2, table cache warm",
+                )
+            )
+        examples = measure([os.path.join(REPO, "examples")], repeat, cache)
+        out.append(
+            Row(
+                "`atenlint check examples/` vs raw `jit.script`",
+                examples["atenlint_warm_table_s"],
+                examples["baseline_script_s"],
+                goal_ratio=1.10,
+                note=f"median of {repeat}, table cache warm",
+            )
+        )
+    return out
 
 
 def main() -> int:

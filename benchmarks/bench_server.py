@@ -35,6 +35,9 @@ from pygls.uris import from_fs_path
 from pytest_lsp import client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+from table import Row
+
 from atenlint.config import SettingsResolver
 from atenlint.engine import Engine, SourceCache
 from atenlint.worker.pool import WorkerPool
@@ -148,6 +151,47 @@ async def server_side(root: str, rounds: int) -> dict:
     await client.shutdown_session()
     await client.stop()
     return results
+
+
+def rows(quick: bool) -> list[Row]:
+    """The language server's lines of issue 22's table, for benchmarks/run.py, measured by
+    `editor_latency.py` (a plain JSON-RPC client over the real `atenlint serve`'s stdio, the
+    probe file with mps + onnx:17), each beside its baseline from the same run."""
+    import editor_latency as editor
+
+    rounds = 1 if quick else 3
+    initialize = editor.initialize_s(rounds)
+    bare = editor.bare_pygls_initialize_s(rounds)
+    code_action = editor.code_action_p95_s(5 if quick else 20)
+    cold = editor.cold_first_squiggle_s()
+    torch_import = editor.torch_import_s()
+    save = editor.save_to_squiggle_s(rounds)
+    probe_import = editor.probe_import_s(rounds)
+    return [
+        Row(
+            "language server `initialize` (a plain LSP client)",
+            initialize,
+            bare,
+            goal_abs_s=0.200,
+            note="baseline: a pygls server with no features",
+        ),
+        Row("code action p95 on the probe file", code_action, None, goal_abs_s=0.020),
+        Row(
+            "first squiggle after opening a file on a cold server",
+            cold,
+            torch_import,
+            goal_abs_s=3.0,
+            note="spawn -> first mps diagnostic; baseline: a fresh `import torch`",
+        ),
+        Row(
+            "time to first squiggle after a save",
+            save,
+            probe_import,
+            goal_ratio=1.0,
+            goal_extra_s=0.5,
+            note="didSave -> full result; baseline: the file's import with torch loaded",
+        ),
+    ]
 
 
 def raw_side(root: str, rounds: int) -> dict:

@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from bench_check import ATENLINT, BASELINE, LAYERS, REPO
+from table import Row
 
 INPUTS = "torch.randn(1, 16, 16, 16)"
 
@@ -135,10 +136,13 @@ def config_for(scratch: str, exporter: str) -> str:
     return path
 
 
-def measure_targets(root: str, classes: int, repeat: int, env: dict, scratch: str) -> dict:
+def measure_targets(
+    root: str, classes: int, repeat: int, env: dict, scratch: str, only: tuple[str, ...] | None = None
+) -> dict:
     out = {}
-    for exporter in sorted({exporter for _, exporter in TARGETS.values()}):  # fill the table caches first
-        targets = ",".join(t for t, (_, e) in TARGETS.items() if e == exporter)
+    chosen = {t: v for t, v in TARGETS.items() if only is None or t in only}
+    for exporter in sorted({exporter for _, exporter in chosen.values()}):  # fill the table caches first
+        targets = ",".join(t for t, (_, e) in chosen.items() if e == exporter)
         timed(
             ATENLINT
             + [
@@ -155,7 +159,7 @@ def measure_targets(root: str, classes: int, repeat: int, env: dict, scratch: st
             ],
             env,
         )
-    for target, (mode, exporter) in TARGETS.items():
+    for target, (mode, exporter) in chosen.items():
         command = ATENLINT + [
             "check",
             root,
@@ -202,6 +206,64 @@ def measure_scan(root: str, files: int, repeat: int, env: dict) -> dict:
     }
 
 
+MEASURES = {  # target -> its line in issue 22's table
+    "onnx:17": "`onnx:17` vs `torch.jit.trace` of the same classes",
+    "coreml": "`coreml` vs `torch.jit.trace`",
+    "executorch": "`executorch` vs `torch.export` + decompositions",
+    "onnx:18": "`onnx:18` (dynamo exporter) vs `torch.export` + the exporter's decompositions",
+}
+
+
+def measure_all(files: int, traced_files: int, repeat: int, scan: bool, only: tuple[str, ...] | None = None) -> dict:
+    results: dict = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        env = dict(os.environ, ATENLINT_CACHE_DIR=os.path.join(scratch, "cache"), PYTHONWARNINGS="ignore")
+        traced = os.path.join(scratch, "traced")
+        os.makedirs(traced)
+        generate_traced_workspace(traced, traced_files)
+        results["targets"] = measure_targets(traced, traced_files, repeat, env, scratch, only)
+        if scan:
+            from bench_check import generate_workspace
+
+            generated = os.path.join(scratch, "generated")
+            os.makedirs(generated)
+            generate_workspace(generated, files)
+            results["scan"] = measure_scan(generated, files, repeat, env)
+    return results
+
+
+def rows(quick: bool) -> list[Row]:
+    """The four export-target lines and the 40-file scan, for benchmarks/run.py. `quick` (the
+    CI information line, < 90 s with the other quick benchmarks): the TorchScript exporter and
+    ExecuTorch lines only, on 3 classes, one table-cache fill for both."""
+    traced_files = 3 if quick else 10
+    only = ("onnx:17", "executorch") if quick else None
+    results = measure_all(40, traced_files, 1, scan=not quick, only=only)
+    out = [
+        Row(
+            MEASURES[target],
+            row["atenlint_s"],
+            row["front_end_s"],
+            goal_ratio=1.15,
+            goal_extra_s=0.05 * traced_files,
+            note=f"{traced_files} classes, atenlint check --jobs 1",
+        )
+        for target, row in results["targets"].items()
+    ]
+    if "scan" in results:
+        scan = results["scan"]
+        out.append(
+            Row(
+                "scan of the generated 40-file package vs raw capture on two cores",
+                scan["atenlint_s"],
+                scan["raw_capture_two_cores_s"],
+                goal_ratio=1.3,
+                note="bench_targets, cold result cache",
+            )
+        )
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=40)
@@ -209,19 +271,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from bench_check import generate_workspace
-
-    results: dict = {}
-    with tempfile.TemporaryDirectory() as scratch:
-        env = dict(os.environ, ATENLINT_CACHE_DIR=os.path.join(scratch, "cache"), PYTHONWARNINGS="ignore")
-        traced = os.path.join(scratch, "traced")
-        os.makedirs(traced)
-        generate_traced_workspace(traced, args.traced_files)
-        results["targets"] = measure_targets(traced, args.traced_files, args.repeat, env, scratch)
-        generated = os.path.join(scratch, "generated")
-        os.makedirs(generated)
-        generate_workspace(generated, args.files)
-        results["scan"] = measure_scan(generated, args.files, args.repeat, env)
+    results = measure_all(args.files, args.traced_files, args.repeat, scan=True)
     if args.json:
         json.dump(results, sys.stdout, indent=2)
         print()

@@ -7,7 +7,7 @@ tests/corpus/truth/<package versions>.json. The agreement tests read that file, 
 does not repeat minutes of exporter work; with versions that have no file (or a module or
 the runner changed since), the tests compute the missing results once into the user cache.
 
-Run it in each environment CI tests (torch 2.13.0 and 2.14.1 with the `exporters` extra),
+Run it in each environment CI tests (torch 2.13.0 and 2.15.0 with the `exporters` extra),
 after adding or changing a corpus module or the runner, then review and commit the file.
 Without --force, results already in the user cache for exactly these versions, sources and
 runner are reused.

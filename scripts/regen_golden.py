@@ -2,8 +2,9 @@
 
 Two sets, both read (never written) by their tests:
 - tests/golden/<case>/expected.json: what `atenlint check --format json` reports for that
-  small workspace (paths relative to it) on torch 2.13.0, `expected.torch-X.Y.Z.json` on
-  any other torch (run this in each tested environment); read by tests/test_golden.py.
+  small workspace (paths relative to it) on torch 2.13, `expected.torch-X.Y.json` on any
+  other minor release (run this in each tested environment: .venv, and the torch 2.14 and
+  2.15 environments of .ci/run); read by tests/test_golden.py.
 - tests/fixes/fixtures/<name>.out.py (and .out.toml for a fix that edits the config): the
   fixture `<name>.in.py` with its catalog entry's fix applied wherever atenlint offers it,
   for all the targets it names; read by tests/fixes/test_fixtures.py.
@@ -28,7 +29,7 @@ TESTS = os.path.join(os.path.dirname(HERE), "tests")
 sys.path.insert(0, TESTS)
 sys.path.insert(0, os.path.join(TESTS, "fixes"))
 
-from fixes_support import load_fixtures, missing_packages, run_fixture_fix
+from fixes_support import fixture_mps_as_of, load_fixtures, missing_packages, run_fixture_fix
 
 from atenlint.config import SettingsResolver
 from atenlint.engine import Engine
@@ -59,7 +60,8 @@ def regen_fix_fixture(engine: Engine, fixture) -> None:
     patcher = pytest.MonkeyPatch()
     with tempfile.TemporaryDirectory(prefix="atenlint-fixture-") as root:
         try:
-            outcome = run_fixture_fix(engine, root, fixture, fixture.targets, fixture.mps_as_of, patcher)
+            mps_as_of = fixture_mps_as_of(fixture, engine.hello["torch"])
+            outcome = run_fixture_fix(engine, root, fixture, fixture.targets, mps_as_of, patcher)
         finally:
             patcher.undo()
     with open(fixture.out_path, "w", encoding="utf-8", newline="") as handle:

@@ -8,8 +8,10 @@ import json
 import os
 
 from atenlint import cli
+from torch_facts import mps_missing_two
 
-MODEL = """import torch
+# Calls two ops with no MPS kernel in the installed torch (torch_facts), one on each line.
+_MODEL = """import torch
 import torch.nn as nn
 
 
@@ -19,9 +21,21 @@ class Scorer(nn.Module):
         self.proj = nn.Linear(8, 8)
 
     def forward(self, x, index):
-        picked = torch.take(self.proj(x), index)
-        return picked + torch.mode(x, dim=-1).values.sum()
+        picked = {first}
+        return picked + {second}.sum()
 """
+
+
+def model_calls() -> tuple[str, str]:
+    """The two calls `model_source()` makes, in source order (the first on line 11)."""
+    first, second = mps_missing_two()
+    return first.call.call("self.proj(x)"), second.call.call("x")
+
+
+def model_source() -> str:
+    first, second = model_calls()
+    return _MODEL.format(first=first, second=second)
+
 
 NOTEBOOK_CELLS = [
     ("markdown", ["# Pooling\n"]),
@@ -68,7 +82,7 @@ def make_workspace(root) -> str:
     os.makedirs(os.path.join(root, ".git"), exist_ok=True)
     os.makedirs(os.path.join(root, "src"), exist_ok=True)
     with open(os.path.join(root, "src", "model.py"), "w", encoding="utf-8") as handle:
-        handle.write(MODEL)
+        handle.write(model_source())
     with open(os.path.join(root, "nb.ipynb"), "w", encoding="utf-8") as handle:
         handle.write(notebook_text(NOTEBOOK_CELLS))
     return root

@@ -11,17 +11,26 @@ import textwrap
 
 import pytest
 
+from atenlint.fixes.catalog import ENTRIES
 from support import REPO
+from torch_facts import mps_missing
 
-FALLBACK = textwrap.dedent("""
+# A module whose forward calls an op with no MPS kernel in the installed torch (torch_facts).
+_FALLBACK = textwrap.dedent("""
     import torch
     import torch.nn as nn
 
 
     class Net(nn.Module):
         def forward(self, x):
-            return torch.take(x, torch.tensor([0]))
+            return {call}
 """).lstrip()
+
+
+def fallback() -> str:
+    return _FALLBACK.format(call=mps_missing().call.call("x"))
+
+
 CLEAN = textwrap.dedent("""
     import torch.nn as nn
 
@@ -45,7 +54,7 @@ def atenlint(*args, cwd=REPO, module=False):
 
 @pytest.fixture
 def workspace(tmp_path):
-    (tmp_path / "bad.py").write_text(FALLBACK)
+    (tmp_path / "bad.py").write_text(fallback())
     (tmp_path / "good.py").write_text(CLEAN)
     return tmp_path
 
@@ -54,7 +63,9 @@ def test_text_output_reads_like_a_compiler_and_exits_1(workspace):
     result = atenlint("check", str(workspace / "bad.py"), str(workspace / "good.py"))
     assert result.returncode == 1, result.stderr
     first, summary = result.stdout.strip().splitlines()
-    assert re.fullmatch(r".*bad\.py:7:16: warning \[mps\] `torch\.take` reaches `aten::take`.* \(MPS001\)", first)
+    missing = mps_missing()
+    function, op = re.escape(missing.call.function), re.escape(missing.op)
+    assert re.fullmatch(rf".*bad\.py:7:16: warning \[mps\] `{function}` reaches `{op}`.* \(MPS001\)", first)
     # Neither class configures inputs: both are traced with inputs inferred from `forward` and
     # the first layer, and the summary says so.
     assert summary.startswith(
@@ -75,14 +86,18 @@ def test_json_contract(workspace):
     assert data["targets"] == ["mps"]
     assert (data["classes"]["trace"], data["classes"]["inferred"]) == (1, 1)
     (diagnostic,) = data["diagnostics"]
+    missing = mps_missing()
     assert diagnostic == {
         "path": "bad.py",
-        "range": {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": 47}},
+        "range": {
+            "start": {"line": 6, "character": 15},
+            "end": {"line": 6, "character": 15 + len(missing.call.site())},
+        },
         "severity": "warning",
         "target": "mps",
         "code": "MPS001",
-        "ops": ["aten::take"],
-        "call": "torch.take",
+        "ops": [missing.op],
+        "call": missing.call.function,
         "module": "bad.Net",
         "modules": ["bad.Net"],
         "capture": "trace",
@@ -90,17 +105,18 @@ def test_json_contract(workspace):
         "fixes": diagnostic["fixes"],
     }
     assert "PYTORCH_ENABLE_MPS_FALLBACK=1" in diagnostic["message"]
-    rewrite = diagnostic["fixes"][0]  # the catalog's fixes (tests/fixes cover each one)
-    assert (rewrite["id"], rewrite["kind"], rewrite["exact"]) == ("take-flat-index", "rewrite", True)
+    rewrite = diagnostic["fixes"][0]  # the catalog's first fix for the op (tests/fixes cover each one)
+    entry = next(e for e in ENTRIES if missing.op in e.ops and "mps" in e.targets)
+    assert (rewrite["id"], rewrite["kind"], rewrite["exact"]) == (entry.id, "rewrite", True)
     assert rewrite["edits"][0]["range"]["start"]["line"] == 6
 
 
 def test_python_dash_m_and_folder_recursion(workspace):
     (workspace / ".venv").mkdir()
     (workspace / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
-    (workspace / ".venv" / "hidden.py").write_text(FALLBACK)
+    (workspace / ".venv" / "hidden.py").write_text(fallback())
     (workspace / "node_modules").mkdir()
-    (workspace / "node_modules" / "x.py").write_text(FALLBACK)
+    (workspace / "node_modules" / "x.py").write_text(fallback())
     result = atenlint("check", ".", "--format", "json", cwd=workspace, module=True)
     assert result.returncode == 1
     assert sorted({d["path"] for d in json.loads(result.stdout)["diagnostics"]}) == ["bad.py"]
@@ -127,7 +143,7 @@ def test_usage_errors_exit_2(workspace, args, message):
 
 def test_config_file_supplies_targets_and_factories(workspace):
     (workspace / "needs_args.py").write_text(
-        FALLBACK.replace(
+        fallback().replace(
             "class Net(nn.Module):",
             "class Net(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n",
         )
@@ -162,11 +178,11 @@ def test_output_to_a_closed_pipe_is_quiet(workspace):
 
 def test_no_exec_never_imports_and_still_reports(workspace):
     canary = workspace / "canary.txt"
-    (workspace / "side_effect.py").write_text(f"open({str(canary)!r}, 'w').write('ran')\n" + FALLBACK)
+    (workspace / "side_effect.py").write_text(f"open({str(canary)!r}, 'w').write('ran')\n" + fallback())
     result = atenlint("check", "side_effect.py", "--no-exec", "--format", "json", cwd=workspace)
     assert not canary.exists()
     (diagnostic,) = json.loads(result.stdout)["diagnostics"]
-    assert (diagnostic["code"], diagnostic["capture"], diagnostic["ops"]) == ("MPS001", "static", ["aten::take"])
+    assert (diagnostic["code"], diagnostic["capture"], diagnostic["ops"]) == ("MPS001", "static", [mps_missing().op])
     assert result.returncode == 1
 
 

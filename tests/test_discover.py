@@ -66,3 +66,22 @@ def test_outline_reads_directives_only_from_comments():
     assert result.ignores == {6: frozenset({"aten::take", "MPS001"})}
     assert [line for line, _ in result.directive_errors] == [9]
     assert (net.name_range.start.character, net.name_range.end.character) == (6, 9)
+
+
+def test_a_module_named_like_its_namespace_package_is_imported_by_its_full_name(tmp_path):
+    """`mypkg/mypkg.py` (no __init__.py) doing `from mypkg.layers import act`: imported as
+    `mypkg` from its own folder it would hide the package it imports from; Python, from the
+    project root, names it `mypkg.mypkg`, with the root on sys.path and not the folder."""
+    for name in ("mypkg/mypkg.py", "mypkg/layers.py", "src/acme/acme.py", "tools/train.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    name, roots = import_location(str(tmp_path / "mypkg/mypkg.py"), str(tmp_path))
+    assert name == "mypkg.mypkg" and roots[0] == str(tmp_path)
+    assert str(tmp_path / "mypkg") not in roots
+    assert import_location(str(tmp_path / "src/acme/acme.py"), str(tmp_path)) == (
+        "acme.acme",
+        [str(tmp_path / "src"), str(tmp_path)],
+    )
+    # Any other file keeps its own folder first, for its sibling imports.
+    assert import_location(str(tmp_path / "mypkg/layers.py"), str(tmp_path))[0] == "layers"
+    assert import_location(str(tmp_path / "tools/train.py"), str(tmp_path))[1][0] == str(tmp_path / "tools")

@@ -6,16 +6,22 @@ import os
 import textwrap
 
 from atenlint.config import SettingsResolver
+from torch_facts import mps_missing
 
-MODEL = textwrap.dedent("""
+# forward calls an op with no MPS kernel in the installed torch (torch_facts).
+_MODEL = textwrap.dedent("""
     import torch
     import torch.nn as nn
 
 
     class Net(nn.Module):
         def forward(self, x):
-            return torch.take(x, torch.tensor([0]))
+            return {call}
 """).lstrip()
+
+
+def model() -> str:
+    return _MODEL.format(call=mps_missing().call.call("x"))
 
 
 def findings_for(engine, path, text=None):
@@ -26,9 +32,9 @@ def findings_for(engine, path, text=None):
 
 def test_the_buffer_text_is_analysed_not_the_disk(engine, tmp_path):
     path = tmp_path / "model.py"
-    path.write_text(MODEL)
+    path.write_text(model())
     assert [f.code for f in findings_for(engine, path)] == ["MPS001"]
-    unsaved = MODEL.replace("torch.take(x, torch.tensor([0]))", "x.relu()")
+    unsaved = model().replace(mps_missing().call.call("x"), "x.relu()")
     assert findings_for(engine, path, text=unsaved) == []
     assert [f.code for f in findings_for(engine, path)] == ["MPS001"]  # the disk still has the old text
 
@@ -36,7 +42,7 @@ def test_the_buffer_text_is_analysed_not_the_disk(engine, tmp_path):
 def test_a_ten_thousand_line_file(engine, tmp_path):
     filler = "".join(f"CONSTANT_{i} = {i}\n" for i in range(10_000 - 8))
     path = tmp_path / "huge.py"
-    path.write_text(filler + MODEL)
+    path.write_text(filler + model())
     (finding,) = findings_for(engine, path)
     assert finding.range.start.line == 10_000 - 8 + 6
 
@@ -55,7 +61,7 @@ def test_helper_classes_used_by_a_built_model_are_not_reported_as_unbuildable(en
                 self.lin = nn.Linear(width, width)
 
             def forward(self, x):
-                return torch.special.ndtri(self.lin(x))
+                return {call}
 
 
         class Model(nn.Module):
@@ -65,13 +71,16 @@ def test_helper_classes_used_by_a_built_model_are_not_reported_as_unbuildable(en
 
             def forward(self, x):
                 return self.block(x)
-    """).lstrip()
+    """)
+        .lstrip()
+        .format(call=mps_missing().call.call("self.lin(x)"))
     )
     assert [f.code for f in findings_for(engine, path)] == ["MPS001"]
 
 
 def test_findings_in_files_outside_the_checked_one_are_located_there(engine, tmp_path):
-    (tmp_path / "helpers.py").write_text("import torch\n\n\ndef gate(x):\n    return torch.heaviside(x, x)\n")
+    call = mps_missing().call.call("x")
+    (tmp_path / "helpers.py").write_text(f"import torch\n\n\ndef gate(x):\n    return {call}\n")
     (tmp_path / "model.py").write_text(
         "import torch.nn as nn\nfrom helpers import gate\n\n\n"
         "class Net(nn.Module):\n    def forward(self, x):\n        return gate(x)\n"
@@ -117,7 +126,7 @@ class _PartialPool:
 def _two_speed_workspace(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps", "onnx:17"]\n')
     path = tmp_path / "model.py"
-    path.write_text(MODEL)
+    path.write_text(model())
     return path
 
 
@@ -142,7 +151,7 @@ def test_no_partial_is_asked_for_when_every_target_is_fast(engine, tmp_path):
     from atenlint.engine import Engine
 
     path = tmp_path / "model.py"
-    path.write_text(MODEL)
+    path.write_text(model())
     (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps"]\n')
     pool = _PartialPool(engine.pool)
     early = []
@@ -178,8 +187,27 @@ def test_a_worker_that_cannot_start_fails_the_run_once_not_each_file(tmp_path):
             raise WorkerFailure("start", "cannot start /nonexistent/python3")
 
     for index in range(3):
-        (tmp_path / f"model_{index}.py").write_text(MODEL)
+        (tmp_path / f"model_{index}.py").write_text(model())
     pool = NoInterpreter()
     with pytest.raises(WorkerFailure, match="nonexistent"):
         Engine(pool, SettingsResolver()).check_paths([str(tmp_path)])
     assert pool.warmed == 1
+
+
+def test_a_module_named_like_its_folder_imports_its_own_package(engine, tmp_path):
+    """`mypkg/mypkg.py` importing `mypkg.layers` (no __init__.py anywhere) is imported as
+    Python imports it from the project root, so its class is run, not read from source."""
+    from atenlint.pipeline import check_paths
+
+    (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps"]\n')
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "layers.py").write_text("import torch\n\n\ndef act(x):\n    return torch.special.ndtri(x)\n")
+    (tmp_path / "mypkg" / "mypkg.py").write_text(
+        "import torch.nn as nn\nfrom mypkg.layers import act\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return act(x)\n"
+    )
+    engine.resolver = SettingsResolver()
+    report = check_paths(engine, [str(tmp_path / "mypkg" / "mypkg.py")])
+    assert not [f.message for f in report.findings if f.code == "ATL002"]
+    assert report.by_capture["static"] == 0 and report.classes == 1
+    assert [f.code for f in report.findings] == ["MPS001"]

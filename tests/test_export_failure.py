@@ -75,3 +75,70 @@ def test_with_only_an_export_target_the_failure_is_its_error_not_a_trace_failure
         found
     )
     assert status == 1, err
+
+
+# Whisper's TextDecoder attention: under torch.jit.trace a size is a traced tensor, so
+# `is_causal=n_ctx > 1` is a Tensor where a bool is required; run untraced, it is a bool.
+SIZE_AS_FLAG = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Attention(nn.Module):  # atenlint: inputs=torch.randn(5, 16)
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(16, 48)
+
+        def forward(self, x):
+            n_ctx, width = x.shape
+            q, k, v = self.qkv(x).view(n_ctx, 3, 2, -1).permute(1, 2, 0, 3)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=n_ctx > 1)
+            return out.transpose(0, 1).reshape(n_ctx, width)
+    """)
+
+
+def _check_targets(pool, monkeypatch, capsys, tmp_path, text, *targets):
+    (tmp_path / "attention.py").write_text(text)
+    arguments = [item for target in targets for item in ("--target", target)]
+    status, out, err = run_check(
+        pool, monkeypatch, capsys, str(tmp_path), "attention.py", *arguments, "--format", "json"
+    )
+    return status, json.loads(out)["diagnostics"], err
+
+
+def test_a_trace_that_fails_where_the_forward_runs_is_the_jit_toolchains_error(pool, monkeypatch, capsys, tmp_path):
+    """With configured inputs, torch.jit.trace failing in the user's code while the same
+    forward runs untraced is what coremltools meets (its first step is that trace): an
+    error at the line. torch.export takes the size as an int, so the export targets pass."""
+    status, found, err = _check_targets(pool, monkeypatch, capsys, tmp_path, SIZE_AS_FLAG, "coreml", "executorch")
+    failed = [f for f in found if f["code"] == "EXPORT001"]
+    assert [(f["target"], f["severity"], f["range"]["start"]["line"]) for f in failed] == [("coreml", "error", 13)], (
+        found
+    )
+    assert failed[0]["message"].startswith("torch.jit.trace fails here, so coreml cannot export `Attention`")
+    assert "is_causal" in failed[0]["message"]
+    assert not [f for f in found if f["code"] == "ATL020"], found
+    assert status == 1, err
+
+
+def test_a_trace_failure_with_inferred_inputs_is_no_verdict(pool, monkeypatch, capsys, tmp_path):
+    """Inputs atenlint guessed: a front end that fails on them says nothing about the model."""
+    text = SIZE_AS_FLAG.replace("  # atenlint: inputs=torch.randn(5, 16)", "")
+    (tmp_path / "attention.py").write_text(text)
+    _, out, _ = run_check(
+        pool,
+        monkeypatch,
+        capsys,
+        str(tmp_path),
+        "attention.py",
+        "--target",
+        "mps",
+        "--target",
+        "coreml",
+        "--format",
+        "json",
+    )
+    report = json.loads(out)
+    assert report["classes"]["inferred"] == 1, report["classes"]  # the guess ran the forward (for mps)
+    assert not [f for f in report["diagnostics"] if f["code"] == "EXPORT001" or f["severity"] == "error"], out

@@ -15,6 +15,7 @@ import pytest
 
 from atenlint import cli
 from atenlint.commands.common import EXIT_INTERNAL
+from torch_facts import mps_missing, require_no_kernel
 
 # The console script, as users and CI run it: `python -m atenlint` from a folder holding a
 # `types.py` or `collections.py` is broken by Python's own start-up (runpy imports them
@@ -37,6 +38,12 @@ class Good(nn.Module):
 """
 
 
+def good() -> str:
+    """GOOD calling, instead of `torch.take`, the first op with no MPS kernel in the installed
+    torch (torch_facts): the file's one finding."""
+    return GOOD.replace("torch.take(self.proj(x), torch.tensor([0]))", mps_missing().call.call("self.proj(x)"))
+
+
 def hostile_workspace(root, canaries):
     """A project (its own .git) inside a folder whose pyproject.toml is not the project's."""
 
@@ -51,13 +58,13 @@ def hostile_workspace(root, canaries):
         "../pyproject.toml",
         f"""
         [tool.atenlint]
-        ignore = {{mps = ["aten::take"]}}
+        ignore = {{mps = ["{mps_missing().op}"]}}
         [tool.atenlint.modules."good.Good"]
         init = "__import__('pathlib').Path({canary!r}, 'parent_init').touch() or Good()"
     """,
     )
     (root / ".git").mkdir()
-    put("good.py", GOOD)
+    put("good.py", good())
     put(
         "installs.py",
         """
@@ -113,9 +120,9 @@ def hostile_workspace(root, canaries):
     os.symlink(outside, root / "linked_folder")
     put("rot13.py", "# coding: rot13\nvzcbeg gbepu\n")
     put("deep.py", "x = " + "(" * 50 + "-" * 200_000 + "1" + ")" * 50 + "\n")
-    put("new\nline.py", GOOD)
-    put("sub/pyproject.toml", '[tool.atenlint]\nignore = {mps = "aten::take"}\n')
-    put("sub/bad_config.py", GOOD)
+    put("new\nline.py", good())
+    put("sub/pyproject.toml", f'[tool.atenlint]\nignore = {{mps = "{mps_missing().op}"}}\n')
+    put("sub/bad_config.py", good())
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +190,7 @@ def test_hostile_files_are_skipped_or_reported_clearly(checked):
 
 def test_no_exec_never_runs_a_workspace_module_from_the_working_folder(tmp_path):
     (tmp_path / ".git").mkdir()
-    (tmp_path / "m.py").write_text(GOOD)
+    (tmp_path / "m.py").write_text(good())
     canary = tmp_path / "json_canary"
     (tmp_path / "json.py").write_text(f"open({str(canary)!r}, 'w').close()\n")
     run = subprocess.run(
@@ -204,13 +211,14 @@ def test_an_internal_failure_exits_3_without_a_traceback(monkeypatch, capsys, tm
         raise RuntimeError("simulated failure inside atenlint")
 
     monkeypatch.setattr(pool.WorkerPool, "warm", broken)
-    (tmp_path / "m.py").write_text(GOOD)
+    (tmp_path / "m.py").write_text(good())
     assert cli.main(["check", str(tmp_path / "m.py")]) == EXIT_INTERNAL
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: simulated failure inside atenlint" in err and "Traceback" not in err
 
 
 def test_fix_never_edits_through_a_link_nor_a_read_only_or_hard_linked_file(tmp_path):
+    require_no_kernel("MPS", "aten::take")  # GOOD's fix is take's
     """`--fix` on files it must not rewrite: each is left byte for byte and named with why."""
     (tmp_path / ".git").mkdir()
     elsewhere = tmp_path.parent / f"{tmp_path.name}_elsewhere"

@@ -7,6 +7,7 @@ runs the interpreter the workspace points it at."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import stat
@@ -22,15 +23,20 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lsp"))
 from harness import diagnostics, open_file, start, uri_of
 
-GOOD = textwrap.dedent("""
+from torch_facts import mps_missing, with_mps_missing
+
+# Calls an op with no MPS kernel in the installed torch (torch_facts): its one finding.
+GOOD = with_mps_missing(
+    textwrap.dedent("""
     import torch
     import torch.nn as nn
 
 
     class Good(nn.Module):
         def forward(self, x):
-            return torch.take(x, torch.tensor([0]))
+            return MISSING(x)
 """).lstrip()
+)
 INSTALLS = textwrap.dedent("""
     import os
     import torch.nn as nn
@@ -59,7 +65,7 @@ def _hostile_workspace() -> tuple[str, str, str]:
 
     put(
         os.path.join(base, "pyproject.toml"),
-        '[tool.atenlint]\nignore = {mps = ["aten::take"]}\n'
+        f'[tool.atenlint]\nignore = {{mps = ["{mps_missing().op}"]}}\n'
         '[tool.atenlint.modules."good.Good"]\n'
         f"init = \"__import__('os').mkdir({canaries!r} + '/init') or Good()\"\n",
     )
@@ -146,3 +152,32 @@ async def test_untrusted_session_never_runs_the_workspace_interpreter(untrusted:
     assert not result["cancelled"]
     assert any("its interpreter" in m.message and "is not run" in m.message for m in untrusted.messages)
     assert os.listdir(CANARIES) == []
+
+
+@pytest.mark.asyncio
+async def test_requests_on_unopened_devices_and_fifos_answer_without_reading_them(untrusted: LanguageClient):
+    # pygls reads an unopened document whole on first use: /dev/zero grew the server without
+    # bound and a FIFO stopped it answering. Every read goes through the bounded reader.
+    empty = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    for uri in ["file:///dev/zero"] + [uri_of(os.path.join(ROOT, n)) for n in ("zero.py", "fifo_one.py")]:
+        actions = await asyncio.wait_for(
+            untrusted.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    range=empty,
+                    context=types.CodeActionContext(diagnostics=[]),
+                )
+            ),
+            timeout=60,
+        )
+        assert not actions
+        answer = await asyncio.wait_for(
+            untrusted.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="atenlint.report", arguments=[uri])
+            ),
+            timeout=60,
+        )
+        assert "Not a readable" in answer["markdown"] or "Not a file" in answer["markdown"]
+    # still answering, with the real file's finding
+    uri = open_file(untrusted, os.path.join(ROOT, "good.py"))
+    assert [d.code for d in await diagnostics(untrusted, uri)] == ["MPS001"]

@@ -23,8 +23,9 @@ from atenlint.notebook import (
 )
 from atenlint.output import finding_json, report_text
 from atenlint.sourcetext import Position, Range
+from torch_facts import mps_missing, require_no_kernel
 
-MODEL_CELL = [
+TAKE_CELL = [
     "class Scorer(nn.Module):\n",
     "    def __init__(self):\n",
     "        super().__init__()\n",
@@ -33,6 +34,12 @@ MODEL_CELL = [
     "    def forward(self, x, index):\n",
     "        return torch.take(self.proj(x), index)\n",
 ]
+
+
+def model_cell() -> list[str]:
+    """TAKE_CELL with, on its last line, a call of an op that has no MPS kernel in the
+    installed torch (torch_facts): `torch.take` where torch lacks that kernel."""
+    return [*TAKE_CELL[:-1], f"        return {mps_missing().call.call('self.proj(x)')}\n"]
 
 
 def notebook(*cells, language="python", indent=1) -> str:
@@ -188,15 +195,17 @@ def test_a_finding_is_reported_in_its_cell(engine, resolver, tmp_path):
         notebook(
             ("markdown", "# Scoring"),
             ("code", ["import torch\n", "import torch.nn as nn\n", "%matplotlib inline"]),
-            ("code", MODEL_CELL),
+            ("code", model_cell()),
         ),
     )
     report = engine.check_paths([path], execute=False)
     [finding] = [f for f in report.findings if f.code == "MPS001"]
     item = finding_json(finding)
     assert item["cell"] == 2
-    assert item["range"] == {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": 46}}
-    assert "nb.ipynb:cell 3:7:16: warning [mps] `torch.take`" in report_text(report).replace(path, "nb.ipynb")
+    end = 15 + len(mps_missing().call.site("self.proj(x)"))
+    assert item["range"] == {"start": {"line": 6, "character": 15}, "end": {"line": 6, "character": end}}
+    function = mps_missing().call.function
+    assert f"nb.ipynb:cell 3:7:16: warning [mps] `{function}`" in report_text(report).replace(path, "nb.ipynb")
 
 
 def test_shell_lines_and_foreign_cells_never_run(engine, resolver, tmp_path):
@@ -207,7 +216,7 @@ def test_shell_lines_and_foreign_cells_never_run(engine, resolver, tmp_path):
         notebook(
             ("code", ["import torch\n", "import torch.nn as nn\n", f"!touch {marker}\n", f"x = !touch {marker}"]),
             ("code", f"%%bash\ntouch {marker}\n"),
-            ("code", MODEL_CELL),
+            ("code", model_cell()),
             ("code", "def broken(:\n"),
             ("code", "scores = Scorer()(torch.randn(2, 8), torch.tensor([0]))"),
         ),
@@ -220,7 +229,8 @@ def test_shell_lines_and_foreign_cells_never_run(engine, resolver, tmp_path):
 
 
 def test_a_notebook_imports_its_sibling_modules(engine, resolver, tmp_path):
-    (tmp_path / "blocks.py").write_text("import torch\n\ndef pick(x, i):\n    return torch.take(x, i)\n")
+    call = mps_missing().call.call("x")
+    (tmp_path / "blocks.py").write_text(f"import torch\n\ndef pick(x, i):\n    return {call}\n")
     path = write(
         tmp_path,
         "nb.ipynb",
@@ -245,8 +255,9 @@ def test_folders_yield_notebooks_and_unreadable_ones_get_a_finding(engine, resol
 
 
 def test_fix_edits_the_cell_source_and_nothing_else(engine, resolver, tmp_path):
+    require_no_kernel("MPS", "aten::take")  # the fix below is take's
     original = notebook(
-        ("code", ["import torch\n", "import torch.nn as nn"]), ("markdown", ["Model:\n"]), ("code", MODEL_CELL)
+        ("code", ["import torch\n", "import torch.nn as nn"]), ("markdown", ["Model:\n"]), ("code", TAKE_CELL)
     )
     path = write(tmp_path, "nb.ipynb", original)
     report, fixed = fix_until_clean(lambda: engine.check_paths([path], execute=False), False)
@@ -320,7 +331,7 @@ def test_a_notebook_remedy_imports_in_its_cell_and_silencing_comes_last(engine, 
         tmp_path,
         "nb.ipynb",
         notebook(
-            ("code", "x = 1 + 1\n"), ("code", ["import torch\n", "import torch.nn as nn\n"]), ("code", MODEL_CELL)
+            ("code", "x = 1 + 1\n"), ("code", ["import torch\n", "import torch.nn as nn\n"]), ("code", model_cell())
         ),
     )
     report = engine.check_paths([path], execute=False)
@@ -335,8 +346,9 @@ def test_a_notebook_remedy_imports_in_its_cell_and_silencing_comes_last(engine, 
 def test_odd_json_is_checked_and_fixed_without_touching_anything_else(engine, resolver, tmp_path):
     """`1e400` stays `1e400` (json would write `Infinity`, which is not JSON) and a lone
     `\\ud83d` escape neither aborts the run nor is lost."""
+    require_no_kernel("MPS", "aten::take")  # the fix below is take's
     text = notebook(
-        ("code", ["import torch\n", "import torch.nn as nn\n", "label = 'x'  # \ud83d\n"]), ("code", MODEL_CELL)
+        ("code", ["import torch\n", "import torch.nn as nn\n", "label = 'x'  # \ud83d\n"]), ("code", TAKE_CELL)
     )
     text = text.replace('"execution_count": null', '"execution_count": null, "metadata_number": 1e400', 1)
     text = text.replace("\ud83d", "\\ud83d")

@@ -136,3 +136,24 @@ def test_a_support_table_that_cannot_be_read_is_atenlints_error_not_verdicts(poo
     assert [(f.code, f.severity) for f in result.findings] == [("ATL099", "error")]
     assert "support table for executorch" in result.findings[0].message
     assert "probe process exited" in result.findings[0].message
+
+
+def test_a_file_past_its_time_limit_says_which_classes_were_read_from_source(engine, tmp_path):
+    """The limit counts processor time; when it is still hit, the ATL005 text names the
+    classes read from source instead, and the run's summary and JSON count them."""
+    from atenlint.output import classes_json, classes_summary
+
+    path = tmp_path / "loops.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\nwhile True:\n    pass\n\n\n"
+        "class Encoder(nn.Module):\n    def forward(self, x):\n        return torch.special.ndtri(x)\n\n\n"
+        "class Decoder(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+    )
+    engine.resolver = SettingsResolver(overrides={"timeout": 2.0, "targets": ("mps",)})
+    report = check_paths(engine, [str(path)])
+    (timeout,) = [f for f in report.findings if f.code == "ATL005"]
+    assert "more than 2 s of processor time" in timeout.message, timeout.message
+    assert "its 2 module classes (`Encoder`, `Decoder`) were analysed from source only" in timeout.message
+    assert classes_json(report)["static"] == 2 and classes_json(report)["static_after_timeout"] == 2
+    assert classes_summary(report) == "2 module classes: 2 from source only (2 of them after their file's time limit)"
+    assert any(f.code == "MPS001" for f in report.findings)  # the source pass still judged them

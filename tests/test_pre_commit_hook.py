@@ -16,6 +16,7 @@ import pytest
 
 from atenlint.cli import build_parser
 from support import REPO
+from torch_facts import mps_missing
 
 yaml = pytest.importorskip("yaml")
 
@@ -73,9 +74,10 @@ def test_pre_commit_runs_the_hook_on_a_sample_repository(tmp_path):
 
     sample = tmp_path / "sample"
     sample.mkdir()
+    missing = mps_missing()  # an op with no MPS kernel in the installed torch
     (sample / "model.py").write_text(
         "import torch\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n"
-        "    def forward(self, x, i):\n        return torch.take(x, i)\n"
+        f"    def forward(self, x, i):\n        return {missing.call.call('x')}\n"
     )
     (sample / "clean.py").write_text("x = 1\n")
     _git(str(sample), "init", "-q")
@@ -120,7 +122,7 @@ def test_pre_commit_runs_the_hook_on_a_sample_repository(tmp_path):
     )
     output = result.stdout + result.stderr
     assert result.returncode == 1, output  # a finding fails the hook
-    assert "model.py:7:16: warning [mps] `torch.take`" in output and "(MPS001)" in output
+    assert f"model.py:7:16: warning [mps] `{missing.call.function}`" in output and "(MPS001)" in output
 
 
 def _site_packages(environment: str) -> list:

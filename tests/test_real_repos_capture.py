@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from atenlint.config import SettingsResolver
+from torch_facts import with_mps_missing
 
 
 def write(root, files: dict) -> None:
@@ -35,7 +36,7 @@ def problems(report):
     }
 
 
-# `aten::mode` has no MPS kernel in any tested torch (2.13 to 2.15).
+# Each class calls an op with no MPS kernel in the installed torch (`MISSING`, torch_facts).
 MODE = """
     import torch
     from torch import nn
@@ -47,7 +48,7 @@ MODE = """
             self.proj = nn.Linear(dim, dim)
 
         def forward(self, x):
-            return torch.mode(self.proj(x)).values
+            return MISSING(self.proj(x))
 
     class Head(nn.Module):
         def __init__(self, dim, classes):
@@ -55,7 +56,7 @@ MODE = """
             self.out = nn.Linear(dim, classes)
 
         def forward(self, x):
-            return torch.take(self.out(x), torch.zeros(2, dtype=torch.long))
+            return MISSING(self.out(x))
 """
 
 
@@ -65,7 +66,7 @@ def test_missing_package_reads_every_class_from_source(engine, tmp_path):
         {
             "pyproject.toml": "[project]\nname = 'demo'\n",
             "pkg/__init__.py": "from .layers import *\n",
-            "pkg/layers.py": MODE.format(imports="from pkg import helpers"),
+            "pkg/layers.py": with_mps_missing(MODE.format(imports="from pkg import helpers")),
             "pkg/helpers.py": "import numpy\nimport not_a_real_package_xyz\n",
         },
     )
@@ -81,7 +82,10 @@ def test_missing_package_reads_every_class_from_source(engine, tmp_path):
 
 
 def test_unbuildable_classes_are_read_from_source_with_one_note_per_file(engine, tmp_path):
-    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "layers.py": MODE.format(imports="")})
+    write(
+        tmp_path,
+        {"pyproject.toml": "[project]\nname = 'demo'\n", "layers.py": with_mps_missing(MODE.format(imports=""))},
+    )
     default, static = check(engine, tmp_path), check(engine, tmp_path, execute=False)
     assert problems(static) <= problems(default) and len(problems(default)) == 2
     notes = [f for f in default.findings if f.code == "ATL003"]

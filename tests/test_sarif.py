@@ -106,8 +106,9 @@ def test_sarif_is_valid_and_agrees_with_the_json_format(pool, monkeypatch, capsy
                 "endLine": end["line"] + 1,
                 "endColumn": end["character"] + 1,
             }
-        for related in result.get("relatedLocations", []):  # the library line, outside the repository
-            assert related["physicalLocation"]["artifactLocation"]["uri"].startswith("file://")
+        for related in result.get("relatedLocations", []):  # the library line, in site-packages
+            assert related["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SITE_PACKAGES%"
+            assert not related["physicalLocation"]["artifactLocation"]["uri"].startswith(("/", "file:"))
             assert related["physicalLocation"]["region"]["startLine"] >= 1
             assert related["message"]["text"]
         assert list(result["partialFingerprints"]) == ["atenlintCallHash/v1"]
@@ -168,3 +169,39 @@ def test_a_clean_run_is_valid_sarif_with_no_results(pool, monkeypatch, capsys, t
     sarif = json.loads(out)
     assert status == 0 and sarif["runs"][0]["results"] == [] and sarif["runs"][0]["tool"]["driver"]["rules"] == []
     assert not list(validator.iter_errors(sarif))
+
+
+def test_installed_library_files_are_named_inside_site_packages(tmp_path, validator):
+    """A finding (or its related library line) in an installed package gets no absolute
+    path: relative to `%SITE_PACKAGES%`, declared without a uri, and the same fingerprint
+    whichever environment the package is installed in."""
+    from atenlint.formats.github import annotation
+    from atenlint.formats.sarif import report_sarif
+    from atenlint.run_report import Report
+
+    def report(environment: str) -> dict:
+        library = os.path.join(environment, "lib", "python3.11", "site-packages", "torchvision", "ops", "boxes.py")
+        finding = Finding(
+            library,
+            Range(Position(40, 4), Position(40, 20)),
+            "warning",
+            "ONNX001",
+            "m",
+            target="onnx:17",
+            abs_path=library,
+            related=[{"path": library.replace("torchvision", "torch"), "line": 3, "character": 0, "message": "here"}],
+        )
+        assert "file=site-packages/torchvision/ops/boxes.py," in annotation(finding, str(tmp_path / "repo"))
+        return report_sarif(Report("2.13.0", ["onnx:17"], [finding], []), root=str(tmp_path / "repo"))
+
+    first, second = report(str(tmp_path / "venv-a")), report(str(tmp_path / "home" / "venv-b"))
+    assert not list(validator.iter_errors(first))
+    [run] = first["runs"]
+    [result] = run["results"]
+    place = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert place == {"uri": "torchvision/ops/boxes.py", "uriBaseId": "%SITE_PACKAGES%"}
+    related = result["relatedLocations"][0]["physicalLocation"]["artifactLocation"]
+    assert related == {"uri": "torch/ops/boxes.py", "uriBaseId": "%SITE_PACKAGES%"}
+    assert "uri" not in run["originalUriBaseIds"]["%SITE_PACKAGES%"]
+    assert str(tmp_path) not in json.dumps(first["runs"][0]["results"])
+    assert result["partialFingerprints"] == second["runs"][0]["results"][0]["partialFingerprints"]

@@ -9,18 +9,36 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import cast
 
 from . import findings as codes
 from .captured import FileCapture, Occurrence, display_path
-from .discover import FileOutline
+from .discover import ClassInfo, FileOutline
 from .finding_data import RelatedPlace
 from .findings import Finding
+from .refusals import refusal_findings
 from .script_typing import only_int_for_float
 from .sourcetext import Position, Range
 from .targets.base import Target
 from .worker.protocol import ClassAnswer, FileAnswer, Site
-from .worker.refusals import refusal_findings
+from .worker.vocabulary import (
+    CAPTURE_SCRIPT,
+    CAPTURE_STATIC,
+    CAPTURE_TRACE,
+    CAPTURES,
+    EXPORT_VIEWS,
+    JIT_VIEWS,
+    STATUS_BUILD_FAILED,
+    STATUS_OK,
+    STATUS_SCRIPT_FAILED,
+    STATUS_STATIC,
+    VIEW_DISPATCH,
+    VIEW_EXECUTORCH,
+    VIEW_EXPORT,
+    VIEW_JIT,
+    VIEW_ONNX_EXPORT,
+    VIEW_ONNX_JIT,
+)
 
 
 def read_answer(
@@ -33,7 +51,7 @@ def read_answer(
     log: Callable[[str], None],
 ) -> None:
     """Fill `result` from the worker's answer: its module-level findings and the captured calls."""
-    result.module_findings.extend(refusal_findings(result, dict(answer)))  # ATL012: what the sandbox refused
+    result.module_findings.extend(refusal_findings(result, answer))  # ATL012: what the sandbox refused
     for lost in answer.get("torch_degraded", []):  # torchcompat: a capability this torch lacks
         log(f"{result.path}: {lost.get('message', '')}")
 
@@ -42,14 +60,14 @@ def read_answer(
     by_qualname = {c.qualname: c for c in file_outline.classes}
     result.classes = answer.get("classes", [])
     reported_failures = _script_failures_to_report(result.classes, file_outline)
-    not_built = [cls for cls in result.classes if cls["status"] == "build_failed"]
+    not_built = [cls for cls in result.classes if cls["status"] == STATUS_BUILD_FAILED]
     if not_built:
         # One note per file, not one per class: what a factory would add for all of them.
         result.module_findings.append(_not_built_finding(result, not_built, by_qualname, module_name))
     for cls in result.classes:
         info = by_qualname.get(cls["qualname"])
         name_range = info.name_range if info else Range(Position(0, 0), Position(0, 0))
-        if cls["status"] == "build_failed" and cls.get("capture") != "static":
+        if cls["status"] == STATUS_BUILD_FAILED and cls.get("capture") != CAPTURE_STATIC:
             continue
         if cls.get("trace_error"):
             error = cls["trace_error"]
@@ -90,7 +108,7 @@ def read_answer(
                 )
             result.module_findings.extend(export_errors)
         if (
-            cls["status"] == "script_failed"
+            cls["status"] == STATUS_SCRIPT_FAILED
             and cls["qualname"] in reported_failures
             and not _source_read_just_as_well(cls)
         ):
@@ -111,7 +129,7 @@ def read_answer(
                     },
                 )
             )
-        capture = cls.get("capture") or ("static" if cls["status"] == "static" else "script")
+        capture = cls.get("capture") or (CAPTURE_STATIC if cls["status"] == STATUS_STATIC else CAPTURE_SCRIPT)
         for raw in cls["ops"]:
             result.occurrences.append(
                 Occurrence(
@@ -124,7 +142,7 @@ def read_answer(
                     raw.get("args", {}),
                     bool(raw.get("conditional")),
                     tuple(raw.get("devices", ())),
-                    raw.get("facts") or {},
+                    dict(raw.get("facts") or {}),
                 )
             )
 
@@ -132,35 +150,51 @@ def read_answer(
 def _export_failure_findings(
     result: FileCapture, cls: ClassAnswer, name_range: Range, targets: list[Target]
 ) -> list[Finding]:
-    """EXPORT001, once per export-based target: torch.export itself failed on the class's
-    own code (a guard on a data-dependent value), which the real toolchain does too —
-    torch.export always traces on fake tensors (capture/graphs.py `_export_itself_fails`).
+    """EXPORT001, once per target whose front end fails on the class's own code, as the real
+    toolchain's does: torch.export (a guard on a data-dependent value; it always traces on
+    fake tensors: capture/graphs.py `_export_itself_fails`) for every export-based target,
+    torch.jit.trace where the untraced forward runs (`_trace_itself_fails`) for its jit view.
     A failure that may be a gap of atenlint's own stays the ATL020 note."""
     failures = [e for e in cls.get("graph_errors", []) if e.get("toolchain_fails") and e.get("site")]
     if not failures or result.source is None:
         return []
-    failure = failures[0]
-    site = cast(Site, failure["site"])
-    here = os.path.abspath(site["file"]) == result.path
-    where = "" if here else f" (at {os.path.basename(site['file'])}:{site['line']})"
-    rng = result.source.line_range(site["line"] - 1) if here else name_range
-    message = failure.get("message", "")
     found = []
     for target in targets:
-        if target.tree_view not in _TORCH_EXPORT_VIEWS:
+        # torch.export's failure holds for every export view; torch.jit.trace's for its own.
+        failure = next(
+            (
+                f
+                for f in failures
+                if (f.get("view") in JIT_VIEWS and f.get("view") == target.tree_view)
+                or (f.get("view") in EXPORT_VIEWS and target.tree_view in EXPORT_VIEWS)
+            ),
+            None,
+        )
+        if failure is None:
             continue
+        site = cast(Site, failure["site"])
+        here = os.path.abspath(site["file"]) == result.path
+        where = "" if here else f" (at {os.path.basename(site['file'])}:{site['line']})"
+        rng = result.source.line_range(site["line"] - 1) if here else name_range
+        message = failure.get("message", "")
+        text = (
+            f"torch.jit.trace fails here{where}, so {target.name} cannot export `{cls['name']}` with these "
+            f"inputs, though its forward runs untraced ({message}): the trace records sizes and such as tensors"
+            if failure.get("view") in JIT_VIEWS
+            else f"torch.export fails here{where}, so {target.name} cannot export `{cls['name']}`: a branch or "
+            f"size depends on tensor values ({message}); use torch.cond or torch._check"
+        )
         found.append(
             Finding(
                 result.display,
                 rng,
                 "error",
                 codes.EXPORT_FAILS,
-                f"torch.export fails here{where}, so {target.name} cannot export `{cls['name']}`: a branch or "
-                f"size depends on tensor values ({message}); use torch.cond or torch._check",
+                text,
                 target=target.name,
                 module=cls["module"],
                 abs_path=result.path,
-                capture="trace",
+                capture=CAPTURE_TRACE,
                 data={"class": cls["name"], "key": cls["module"]},
             )
         )
@@ -174,11 +208,11 @@ def _build_message(cls: ClassAnswer, module_name: str) -> str:
     key = cls.get("key") or cls["module"]
     missing = error.get("missing") or []
     kind = error.get("kind") or ("arguments" if missing else "meta")
-    static = cls.get("capture") == "static"
+    static = cls.get("capture") == CAPTURE_STATIC
     analysed = "was analysed from its source only" if static else "was not analysed"
     if kind == "missing_package":
-        site = error.get("site") or {}
-        where = f" ({os.path.basename(site['file'])}:{site['line']})" if site.get("file") else ""
+        site = error.get("site")
+        where = f" ({os.path.basename(site['file'])}:{site['line']})" if site and site.get("file") else ""
         return (
             f"`{name}` {analysed}: building it needs the package `{error.get('package')}`{where}, which is not "
             f"installed in the interpreter atenlint uses; install it (pip install {error.get('package')}) "
@@ -195,8 +229,8 @@ def _build_message(cls: ClassAnswer, module_name: str) -> str:
         return f"`{name}` {analysed}: {error['message']}"
     if kind == "memory":
         return f"`{name}` {analysed}: {error['message']}"
-    site = error.get("site") or {}
-    where = f" at {os.path.basename(site['file'])}:{site['line']}" if site.get("file") else ""
+    failed_at = error.get("site")
+    where = f" at {os.path.basename(failed_at['file'])}:{failed_at['line']}" if failed_at else ""
     return (
         f"`{name}` {analysed}: its constructor fails on the meta device and on the CPU{where} "
         f'({error["message"]}). Give a factory that works: [tool.atenlint.modules."{key}"] init = '
@@ -205,7 +239,7 @@ def _build_message(cls: ClassAnswer, module_name: str) -> str:
 
 
 def _not_built_finding(
-    result: FileCapture, classes: list[ClassAnswer], by_qualname: dict[str, Any], module_name: str
+    result: FileCapture, classes: list[ClassAnswer], by_qualname: dict[str, ClassInfo], module_name: str
 ) -> Finding:
     """One note for the classes of a file that could not be built, on the first of them
     (one that only needs constructor arguments first: its stub is the quickest fix)."""
@@ -224,13 +258,13 @@ def _not_built_finding(
             for c in classes[1:]
         ]
         shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
-        static = all(c.get("capture") == "static" for c in classes)
+        static = all(c.get("capture") == CAPTURE_STATIC for c in classes)
         message += (
             f". Also {'read from source only' if static else 'not built'}: {shown} — a factory for each "
             f"(pyproject.toml, a factories file, or `# atenlint: init=...`) lets atenlint build and "
             f"script them; example inputs (`inputs=`) add dtypes and shapes"
         )
-    elif first.get("capture") == "static":
+    elif first.get("capture") == CAPTURE_STATIC:
         message += (
             "; with it atenlint builds and scripts the class, and example inputs (`inputs=`) add dtypes and shapes"
         )
@@ -260,11 +294,11 @@ def _import_finding(result: FileCapture, answer: FileAnswer, module_name: str, c
     error = answer["import_error"]
     line = error.get("line")
     line0 = (line - 1) if line else 0
-    site: dict[str, Any] = dict(error.get("site") or {})
-    static = [c for c in answer.get("classes", []) if c.get("capture") == "static"]
-    elsewhere = site.get("file") and os.path.abspath(site["file"]) != os.path.abspath(result.path)
+    site = error.get("site")
+    static = [c for c in answer.get("classes", []) if c.get("capture") == CAPTURE_STATIC]
+    elsewhere = bool(site and site.get("file") and os.path.abspath(site["file"]) != os.path.abspath(result.path))
     where = ""
-    if site.get("file"):
+    if site and site.get("file"):
         shown = f"{display_path(site['file'], cwd)}:{site['line']}" if elsewhere else f"line {site['line']}"
         where = f" at {shown}" + (f" (`{site['text']}`)" if site.get("text") else "")
     if elsewhere and not error.get("line"):
@@ -289,7 +323,7 @@ def _import_finding(result: FileCapture, answer: FileAnswer, module_name: str, c
         )
         severity = "warning"
     related: list[RelatedPlace] = []
-    if elsewhere:
+    if elsewhere and site:
         related.append(
             {
                 "path": os.path.abspath(site["file"]),
@@ -310,7 +344,7 @@ def _import_finding(result: FileCapture, answer: FileAnswer, module_name: str, c
         abs_path=result.path,
         related=related,
         # The exception's text is the analysed code's: machine formats cut it to a headline.
-        data={"package": package, "site": cast(Site, site) if site else None, "untrusted_text": [error["message"]]},
+        data={"package": package, "site": site or None, "untrusted_text": [error["message"]]},
     )
 
 
@@ -353,13 +387,13 @@ _FAILED_FILE_CODES = (codes.TIMEOUT, codes.WORKER_CRASHED, codes.INTERNAL_ERROR,
 def class_capture(cls: ClassAnswer) -> str:
     """The capture path that analysed one class of a worker answer, or "none"."""
     capture = cls.get("capture")
-    if capture in ("trace", "script", "static"):
+    if capture in CAPTURES:
         return capture
     status = cls.get("status")
-    if status == "ok":
-        return "script"
-    if status == "static":
-        return "static"
+    if status == STATUS_OK:
+        return CAPTURE_SCRIPT
+    if status == STATUS_STATIC:
+        return CAPTURE_STATIC
     return "none"
 
 
@@ -368,17 +402,13 @@ _FAKE_TENSOR_GAP = re.compile(
     r"|GuardOnDataDependentSymNode|meta tensor|Meta kernel|fake impl"
 )
 
-# The views produced by torch.export (capture/graphs.py EXPORT_VIEWS; the server never imports
-# torch, so the names are repeated here).
-_TORCH_EXPORT_VIEWS = frozenset({"export", "onnx-export", "executorch-export", "coreml-export"})
-
 _VIEW_FRONT_ENDS = {
-    "dispatch": "the dispatcher-level trace (device targets)",
-    "jit": "torch.jit.trace (Core ML)",
-    "onnx-jit": "the TorchScript ONNX exporter's trace",
-    "export": "torch.export",
-    "onnx-export": "torch.export (dynamo ONNX)",
-    "executorch-export": "torch.export (ExecuTorch)",
+    VIEW_DISPATCH: "the dispatcher-level trace (device targets)",
+    VIEW_JIT: "torch.jit.trace (Core ML)",
+    VIEW_ONNX_JIT: "the TorchScript ONNX exporter's trace",
+    VIEW_EXPORT: "torch.export",
+    VIEW_ONNX_EXPORT: "torch.export (dynamo ONNX)",
+    VIEW_EXECUTORCH: "torch.export (ExecuTorch)",
 }
 
 
@@ -406,18 +436,23 @@ def _graph_errors_message(cls: ClassAnswer) -> str:
 def _script_failures_to_report(classes: list[ClassAnswer], file_outline: FileOutline) -> set[str]:
     """One ATL004 per place TorchScript stopped: classes that fail only because a submodule
     fails (at the same line) say nothing; the class whose body holds that line says it."""
-    by_site: dict[tuple[Any, Any], list[ClassAnswer]] = {}
+    # By the failing (file, line); a failure without a site is its class's own.
+    by_site: dict[tuple[str | None, int], list[ClassAnswer]] = {}
+    unplaced: list[str] = []
     for cls in classes:
-        if cls["status"] != "script_failed":
+        if cls["status"] != STATUS_SCRIPT_FAILED:
             continue
-        site: dict[str, Any] = dict((cls.get("script_error") or {}).get("site") or {})
-        by_site.setdefault((site.get("file"), site.get("line")) if site else (None, cls["qualname"]), []).append(cls)
+        site = cls.get("script_error", {}).get("site")
+        if site:
+            by_site.setdefault((site["file"], site["line"]), []).append(cls)
+        else:
+            unplaced.append(cls["qualname"])
     spans = {}
     for info in file_outline.classes:
         spans[info.qualname] = info.line
-    keep: set[str] = set()
-    for (file, line), group in by_site.items():
-        if file is None or len(group) == 1:
+    keep: set[str] = set(unplaced)
+    for (_, line), group in by_site.items():
+        if len(group) == 1:
             keep.update(c["qualname"] for c in group)
             continue
         # The innermost class that starts before the failing line.
@@ -432,7 +467,9 @@ def _source_read_just_as_well(cls: ClassAnswer) -> bool:
     (`scale_factor=2`), which Python accepts: the static pass replays those calls as
     Python means them, so an ATL004 note would only be noise (the torchscript target still
     reports TS001)."""
-    return cls.get("capture") == "static" and only_int_for_float((cls.get("script_error") or {}).get("details", ""))
+    return cls.get("capture") == CAPTURE_STATIC and only_int_for_float(
+        (cls.get("script_error") or {}).get("details", "")
+    )
 
 
 def _script_message(cls: ClassAnswer, path: str) -> str:
@@ -440,7 +477,7 @@ def _script_message(cls: ClassAnswer, path: str) -> str:
     site = error.get("site")
     where = f" at {os.path.basename(site['file'])}:{site['line']}" if site else ""
     name, key = cls["name"], cls["module"]
-    if cls.get("capture") == "static":
+    if cls.get("capture") == CAPTURE_STATIC:
         return (
             f"`{name}` was analysed from its source only: TorchScript cannot compile it{where} "
             f"({error['message']}). Calls decided at run time, dtypes and shapes are not seen; give example "

@@ -17,10 +17,12 @@ from .discover import FileOutline
 from .findings import Finding
 from .sourcetext import Range, SourceText
 from .targets.site_verdict import SiteVerdict
+from .worker import vocabulary
 from .worker.protocol import CallTree, ClassAnswer, Site
 
-# The view device targets judge, which the worker captures first (and can answer early).
-FAST_VIEW = "dispatch"
+# The view device targets judge, which the worker captures first (and can answer early);
+# engine.py and judging.py import it from here.
+FAST_VIEW = vocabulary.FAST_VIEW
 
 
 @dataclass

@@ -47,6 +47,7 @@ class Settings:
     timeout: float = schema.initial("timeout")
     mps_fallback: bool = schema.initial("mps_fallback")
     infer_inputs: bool = schema.initial("infer_inputs")
+    fullgraph: bool = schema.initial("fullgraph")
     onnx_exporter: str | None = schema.initial("onnx_exporter")  # None: torch.onnx.export's default
     coreml_frontend: str = schema.initial("coreml_frontend")
     workers: int = schema.initial("workers")
@@ -73,6 +74,7 @@ class Settings:
                 self.targets,
                 self.mps_fallback,
                 self.infer_inputs,
+                self.fullgraph,
                 self.onnx_exporter,
                 self.coreml_frontend,
                 sorted((k, repr(v)) for k, v in self.modules.items()),
@@ -183,6 +185,9 @@ def _read_toml(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 ({error.reason} at byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except RecursionError:
+        # tomllib recurses per nesting level: a hostile file of nested tables or arrays.
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def read_pyproject(path: str) -> dict[str, Any] | None:

@@ -200,12 +200,36 @@ def import_location(path: str, project_root: str | None = None) -> tuple[str, li
     while os.path.isfile(os.path.join(root, "__init__.py")):
         parts.insert(0, os.path.basename(root))
         root = os.path.dirname(root)
+    if project_root and root == directory:
+        shadowed = _own_package_name(path, stem, project_root)
+        if shadowed is not None:
+            return shadowed
     roots = [root]
     if project_root:
         for extra in (project_root, os.path.join(project_root, "src")):
             if os.path.isdir(extra) and extra not in roots:
                 roots.append(os.path.abspath(extra))
     return ".".join(parts), roots
+
+
+def _own_package_name(path: str, stem: str, project_root: str) -> tuple[str, list[str]] | None:
+    """`mypkg/mypkg.py` in a folder without __init__.py, below the project root: imported
+    as `mypkg` with its folder first on sys.path, it would hide the namespace package
+    `mypkg` its own `from mypkg.layers import ...` needs. Python, run from the project
+    root, imports it as `mypkg.mypkg`: that name, with the root (never the folder) on
+    sys.path. None for any other file."""
+    for base in (os.path.join(project_root, "src"), project_root):
+        base = os.path.abspath(base)
+        if not os.path.isdir(base) or not path.startswith(base.rstrip(os.sep) + os.sep):
+            continue
+        parts = os.path.relpath(path, base)[: -len(".py")].split(os.sep)
+        if len(parts) > 1 and parts[0] == stem and all(part.isidentifier() for part in parts):
+            return ".".join(parts), [base] + [
+                os.path.abspath(extra)
+                for extra in (project_root, os.path.join(project_root, "src"))
+                if os.path.isdir(extra) and os.path.abspath(extra) != base
+            ]
+    return None
 
 
 @dataclass

@@ -33,7 +33,18 @@ from .targets.base import Target
 from .targets.native_table import NativeTable
 from .targets.registry_data import RegistryUnavailable
 from .worker.pool import RequestError, WorkerFailure, WorkerPool
-from .worker.protocol import FileAnswer, Hello, ProtocolError, check_file_answer
+from .worker.protocol import (
+    AnalyseParams,
+    ClassRequest,
+    FileAnswer,
+    GraphOptions,
+    Hello,
+    ProtocolError,
+    StaticParams,
+    analyse_params,
+    check_file_answer,
+    static_params,
+)
 
 # What other modules and tests import from here, defined in the modules the engine was split into.
 __all__ = [
@@ -148,6 +159,7 @@ class Engine:
             settings.mps_fallback,
             getattr(settings, "onnx_exporter", None),
             getattr(settings, "coreml_frontend", "torchscript"),
+            getattr(settings, "fullgraph", False),
         )
         if key in self._registry_failures:
             # Already retried once inside `build_targets`: every later file says the same
@@ -234,43 +246,46 @@ class Engine:
         if not classes:
             result.seconds = time.perf_counter() - started
             return result
-        request = {
-            "path": path,
-            "module": module_name,
-            "roots": roots,
-            "skip": skip,
-            "devices": sorted({t.device for t in self.targets_for(settings)}),
-            "views": sorted({t.tree_view for t in self.targets_for(settings)}),
-            "overlays": dict(overlays or {}),
-            "classes": classes,
-            "infer_inputs": settings.infer_inputs,
-        }
-        graph_options = _graph_options(self.targets_for(settings))
-        if graph_options:
-            request["graph_options"] = graph_options
-        if text is not None:
-            cast("dict[str, str]", request["overlays"])[path] = source.text
-        if not execute:
-            request = {
-                "path": path,
-                "module": module_name,
-                "text": source.text,
-                "classes": list(classes),
-                "skip": skip,
-                "devices": request["devices"],
-                "views": request["views"],
-                "roots": roots,
-            }
+        devices = sorted({t.device for t in self.targets_for(settings)})
+        views = sorted({t.tree_view for t in self.targets_for(settings)})
+        request: AnalyseParams | StaticParams
+        if execute:
+            texts = dict(overlays or {})
+            if text is not None:
+                texts[path] = source.text
+            request = analyse_params(
+                path,
+                module_name,
+                roots=roots,
+                skip=skip,
+                devices=devices,
+                views=views,
+                classes=classes,
+                overlays=texts,
+                infer_inputs=settings.infer_inputs,
+                graph_options=_graph_options(self.targets_for(settings)),
+            )
+        else:
+            request = static_params(
+                path,
+                module_name,
+                text=source.text,
+                classes=list(classes),
+                roots=roots,
+                skip=skip,
+                devices=devices,
+                views=views,
+            )
         early = None
         if on_partial is not None and execute and not notebook.is_notebook(path):
             early = self._partial_handler(result, module_name, file_outline, on_partial, started)
         try:
             if execute and notebook.is_notebook(path):  # no .py file to import: the worker imports a copy
-                answer = notebook.request_importing_copy(self.pool, "analyse", request, settings.timeout)
+                answer = notebook.request_importing_copy(self.pool, "analyse", dict(request), settings.timeout)
             elif early is not None:
-                answer = self.pool.request("analyse", request, settings.timeout, on_partial=early)
+                answer = self.pool.request("analyse", dict(request), settings.timeout, on_partial=early)
             else:
-                answer = self.pool.request("analyse" if execute else "static", request, settings.timeout)
+                answer = self.pool.request("analyse" if execute else "static", dict(request), settings.timeout)
             checked = check_file_answer(answer)
         except ProtocolError as error:
             self.log(f"malformed answer analysing {path}: {error}")
@@ -345,11 +360,11 @@ class Engine:
     @staticmethod
     def _class_requests(
         file_outline: FileOutline, module_name: str, settings: Settings, path: str | None = None
-    ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    ) -> tuple[dict[str, ClassRequest], list[str]]:
         """Per candidate class, its factory (pyproject.toml, then the in-source comment wins);
         and the classes the user asked to skip. A class's key is the name the user imports
         it by: `ldm.models.diffusion.ddpm.DDPM` in a namespace package as well as `ddpm.DDPM`."""
-        classes: dict[str, dict[str, Any]] = {}
+        classes: dict[str, ClassRequest] = {}
         skip: list[str] = []
         names = import_names(path, module_name, settings.project_root) if path else [module_name]
         base_dir = os.path.dirname(settings.config_path) if settings.config_path else settings.project_root
@@ -367,22 +382,24 @@ class Engine:
                 continue
             if not info.might_be_module():
                 continue
-            entry: dict[str, Any] = {"key": f"{names[0]}.{info.qualname}"}
+            entry: ClassRequest = {"key": f"{names[0]}.{info.qualname}"}
+            # The class's `# atenlint:` comment wins over pyproject.toml's entry.
+            init, inputs, kwargs = (
+                info.directives.get(name, getattr(config, name, None)) for name in ("init", "inputs", "kwargs")
+            )
+            if isinstance(init, str):
+                entry["init"] = init
+            if isinstance(inputs, str):
+                entry["inputs"] = inputs
+            if isinstance(kwargs, str):
+                entry["kwargs"] = kwargs
             if config is not None:
-                entry.update(
-                    {
-                        "init": config.init,
-                        "inputs": config.inputs,
-                        "kwargs": config.kwargs,
-                        "options": dict(config.options),
-                    }
-                )
-            entry.update({k: info.directives[k] for k in ("init", "inputs", "kwargs") if k in info.directives})
+                entry["options"] = dict(config.options)
             if settings.factories:
                 entry["factories"] = settings.factories
             if base_dir:
                 entry["base_dir"] = base_dir
-            classes[info.qualname] = {k: v for k, v in entry.items() if v is not None}
+            classes[info.qualname] = entry
         return classes, skip
 
     def _file_finding(self, result: FileCapture, code: str, severity: str, message: str, line0: int = 0) -> Finding:
@@ -392,23 +409,27 @@ class Engine:
 
     def _worker_finding(self, result: FileCapture, failure: WorkerFailure, module_name: str) -> Finding:
         if failure.kind == "timeout":
+            # The pool's words say which limit: processor time (load does not count), or the
+            # wall-clock backstop for code that waits without computing.
             message = (
-                f"importing and analysing `{module_name}` took longer than {result.settings.timeout:g} s "
-                f"(an endless loop at import or in a constructor?); the worker was restarted. If the "
-                f"file is only slow, raise `timeout` in [tool.atenlint]"
+                f"importing and analysing `{module_name}` {failure.message} (an endless loop at import "
+                f"or in a constructor?), and was stopped. If the file is only slow, raise `timeout` "
+                f"in [tool.atenlint]"
             )
             code = codes.TIMEOUT
         elif failure.kind == "memory":
             message = (
-                f"analysing `{module_name}` used too much memory ({failure.message}); the worker was "
-                f"restarted. Does importing the file or building a class allocate real tensors?"
+                f"analysing `{module_name}` used too much memory ({failure.message}), and was stopped. "
+                f"Does importing the file or building a class allocate real tensors?"
             )
             code = codes.WORKER_CRASHED
         else:
+            # Stopped, not "the worker was restarted": on Linux only the file's own forked
+            # process ends; the warm worker analyses the next file.
             tail = failure.stderr_tail.strip().splitlines()[-1:] if failure.stderr_tail.strip() else []
             message = (
                 f"{failure.message} while importing or analysing `{module_name}` (os._exit, a C++ abort or "
-                f"a crash in code it runs?); the worker was restarted"
+                f"a crash in code it runs?); the next file is analysed in a fresh process"
                 + (f". Last output: {tail[0][:200]}" if tail else "")
             )
             code = codes.WORKER_CRASHED
@@ -430,12 +451,12 @@ class Engine:
         return check_paths(self, paths, jobs, execute)
 
 
-def _graph_options(targets: list[Target]) -> dict[str, Any]:
+def _graph_options(targets: list[Target]) -> GraphOptions:
     """What the worker needs to decompose an exported program as each export toolchain
     does (capture/graphs.py): the overloads the dynamo ONNX registry implements at each
     dynamo target's opset (its table keeps exactly these), and ExecuTorch's changes to the
     core-ATen table. Both come from the installed packages (probe/registries.py)."""
-    options: dict[str, Any] = {}
+    options: GraphOptions = {}
     names: set[str] = set()
     for target in targets:
         view = target.tree_view
@@ -443,6 +464,9 @@ def _graph_options(targets: list[Target]) -> dict[str, Any]:
             names |= set(target.implemented_overloads())
         elif view == "executorch-export":
             options["executorch_decompositions"] = target.decomposition_changes()
+        elif view == "compile" and getattr(target, "fullgraph", False):
+            # Only a fullgraph project needs Dynamo's nopython verdict: a second run per class.
+            options["compile_fullgraph"] = True
     if names:
         options["onnx_export_ops"] = sorted(names)
     return options

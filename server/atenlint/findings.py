@@ -43,7 +43,7 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
 
 # Findings about the run rather than a file (a converter that is not installed): said once
 # per run by the CLI, and in the editor's status item rather than on every class.
-RUN_LEVEL_CODES = ("COREML000",)
+RUN_LEVEL_CODES = ("COREML000", "ET011")
 
 
 @dataclass

@@ -146,6 +146,9 @@ def parse_notebook(data: bytes) -> list[Cell]:
         raise NotebookError(f"this notebook is not valid UTF-8 (byte {error.start})") from None
     except ValueError as error:
         raise NotebookError(f"this notebook is not valid JSON: {error}") from None
+    except RecursionError:
+        # json recurses per nesting level: a hostile notebook of nested arrays.
+        raise NotebookError("this notebook is not valid JSON: nested too deeply") from None
     if not isinstance(document, dict):
         raise NotebookError("this notebook is not a JSON object")
     if "worksheets" in document:

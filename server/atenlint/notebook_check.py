@@ -50,7 +50,14 @@ def read_notebook_module(path: str, max_file_bytes: int) -> NotebookContext | Fi
         return _unreadable(path, codes.UNDECODABLE, "warning", f"cannot read this notebook: {error.strerror}")
     except NotebookError as error:
         return _unreadable(path, codes.UNDECODABLE, "warning", f"cannot analyse this notebook: {error}")
-    return NotebookContext(path, build_module(cells), FilePositions(raw.decode("utf-8-sig", errors="replace")))
+    module = build_module(cells)
+    code_bytes = len(module.text.encode("utf-8"))
+    if code_bytes > max_file_bytes:
+        # The limit a .py file gets applies to the module the code cells make.
+        return _unreadable(
+            path, codes.TOO_LARGE, "information", f"this notebook's code is {code_bytes / 1e6:.1f} MB: not analysed"
+        )
+    return NotebookContext(path, module, FilePositions(raw.decode("utf-8-sig", errors="replace")))
 
 
 def cell_problems(module: VirtualModule, path: str, display: str) -> list[Finding]:

@@ -11,7 +11,7 @@ from .findings import Finding
 from .formats.redact import finding_message, machine_text
 from .notebook import cell_of
 from .report_markdown import section, verdict_table
-from .run_report import Report
+from .run_report import AFTER_TIMEOUT, Report
 
 
 class StatisticsRow(TypedDict):
@@ -69,6 +69,7 @@ def classes_json(report: Report) -> dict[str, Any]:
         "script": by_capture.get("script", 0),
         "static": by_capture.get("static", 0),
         "not_analysed": by_capture.get("none", 0),
+        "static_after_timeout": by_capture.get(AFTER_TIMEOUT, 0),  # of "static": their file hit its time limit
         "built": dict(report.built or {}),
     }
 
@@ -76,7 +77,7 @@ def classes_json(report: Report) -> dict[str, Any]:
 def classes_summary(report: Report) -> str:
     """`12 module classes: 3 traced, 2 traced with inferred inputs, 3 scripted, 4 from source only`."""
     by_capture = report.by_capture or {}
-    total = sum(by_capture.values()) or report.classes
+    total = sum(n for key, n in by_capture.items() if key != AFTER_TIMEOUT) or report.classes
     parts = [
         f"{by_capture[key]} {word}"
         for key, word in (
@@ -88,6 +89,10 @@ def classes_summary(report: Report) -> str:
         )
         if by_capture.get(key)
     ]
+    if by_capture.get(AFTER_TIMEOUT) and by_capture.get("static"):
+        timed_out = by_capture[AFTER_TIMEOUT]
+        at = parts.index(f"{by_capture['static']} from source only")
+        parts[at] += f" ({timed_out} of them after their file's time limit)"
     cpu = sum(n for path, n in (report.built or {}).items() if path.startswith("cpu"))
     if cpu:
         parts.append(f"{cpu} built on the CPU")

@@ -30,7 +30,7 @@ from .findings import FileError, Finding
 from .notebook import is_notebook
 from .notebook_check import NotebookContext, cell_problems, place_findings, read_notebook_module, sort_key
 from .result_cache import CachedResult, ResultCache
-from .run_report import Report
+from .run_report import AFTER_TIMEOUT, Report
 from .source_cache import SourceCache
 from .sourcetext import Position, Range
 from .targets.base import Target
@@ -291,8 +291,15 @@ def _static_after_failure(analyser: Analyser, capture: FileCapture, text: str | 
     capture.classes = [{**cls, "capture": "static"} for cls in static.classes]
     capture.occurrences = static.occurrences
     if capture.classes:
-        count = len(capture.classes)
-        how = f"; its {count} module class{'es were' if count != 1 else ' was'} analysed from source only"
+        # Which classes, by name: what the file's result rests on instead of their trace or
+        # TorchScript graph (the summary and the JSON `classes` count them too).
+        names = [f"`{cls.get('qualname')}`" for cls in capture.classes]
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        how = (
+            f"; its module class {shown} was analysed from source only"
+            if len(names) == 1
+            else f"; its {len(names)} module classes ({shown}) were analysed from source only"
+        )
         failed[0].message += how
 
 
@@ -359,7 +366,9 @@ def check_paths(
             hit = cache.lookup(snapshot.path, snapshot.display or snapshot.path, snapshot.settings)
             if hit is not None:
                 stored[index] = _Checked.of_cached(hit, snapshot)
-    to_check = [i for i in range(len(snapshots)) if i not in stored]
+    # Largest files first: a big file picked up last would leave the other core idle at the
+    # end. Results are placed back by index, so the output order does not change.
+    to_check = sorted((i for i in range(len(snapshots)) if i not in stored), key=lambda i: -_size(snapshots[i].path))
     if to_check or not snapshots:
         analyser.start()  # a worker that cannot start fails the run here, not on each file
 
@@ -420,10 +429,15 @@ class _Checked:
     @staticmethod
     def of_result(result: FileResult) -> _Checked:
         capture = result.capture
+        by_capture = capture_paths([capture])
+        if capture.classes and any(f.code == codes.TIMEOUT for f in capture.module_findings):
+            # Not a capture path: of the "static" ones, those read from source because the
+            # file ran out of time (output.py says so in the summary and the JSON).
+            by_capture[AFTER_TIMEOUT] = sum(1 for cls in capture.classes if cls.get("capture") == "static")
         return _Checked(
             result,
             len(capture.classes),
-            capture_paths([capture]),
+            by_capture,
             build_paths([capture]),
             tuple(capture.settings.targets),
         )
@@ -449,3 +463,10 @@ def _excluded(resolver: SettingsResolver, path: str) -> bool:
     except ConfigError:
         return False
     return bool(patterns) and excluded(os.path.abspath(path), patterns)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

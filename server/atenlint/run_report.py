@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 
 from .findings import FileError, Finding
 
+# A key of `Report.by_capture` that is not a capture path: of the classes read from source
+# ("static"), those whose file ran out of its time limit (a trace or a TorchScript graph was
+# attempted and did not finish), so a run's output can say that load or a limit decided them.
+AFTER_TIMEOUT = "static_after_timeout"
+
 
 @dataclass
 class Report:
@@ -20,7 +25,8 @@ class Report:
     files: int = 0
     classes: int = 0
     seconds: float = 0.0
-    # Module classes by capture path: {"trace", "script", "static", "none"} -> count.
+    # Module classes by capture path: {"trace", "inferred", "script", "static", "none"} -> count,
+    # and AFTER_TIMEOUT (of "static").
     by_capture: dict[str, int] = field(default_factory=dict)
     built: dict[str, int] = field(default_factory=dict)  # build path -> count (meta, CPU-made tensors moved, CPU)
 

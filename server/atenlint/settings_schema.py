@@ -186,10 +186,12 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         exclusive_minimum=0,
         maximum=_TIMEOUT_MAX,
         example="60",
-        project_description="Seconds allowed per file to import it, build its modules and capture their operators "
-        "(`ATL005` past that).",
-        description="Seconds allowed per file to import it, build its modules and capture their operators "
-        "(`ATL005` past that). Set here, it replaces `timeout` of `[tool.atenlint]`; not set (the "
+        project_description="Seconds of processor time allowed per file to import it, build its modules and "
+        "capture their operators (`ATL005` past that); machine load does not count. Code that waits without "
+        "computing is stopped after 10 times this in wall-clock time.",
+        description="Seconds of processor time allowed per file to import it, build its modules and capture their "
+        "operators (`ATL005` past that); machine load does not count. Code that waits without computing is "
+        "stopped after 10 times this in wall-clock time. Set here, it replaces `timeout` of `[tool.atenlint]`; not set (the "
         "default), `pyproject.toml` decides (and without it, 60).",
     ),
     SettingSpec(
@@ -215,6 +217,16 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         example="false",
         description="`false`: you do not set `PYTORCH_ENABLE_MPS_FALLBACK=1`, so an op with no MPS kernel "
         "(MPS001) is an error rather than a slow CPU fallback.",
+    ),
+    SettingSpec(
+        "fullgraph",
+        "boolean",
+        pyproject_key="fullgraph",
+        default=False,
+        example="true",
+        description="`true`: you compile with `torch.compile(fullgraph=True)` (or `torch.export(strict=True)`, "
+        "AOTInductor), where Dynamo raises at the first graph break, so the `compile` target reports each break "
+        "(COMPILE001) as an error rather than a warning. Breaks read from source alone stay warnings.",
     ),
     SettingSpec(
         "infer_inputs",

@@ -24,7 +24,7 @@ import importlib
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +123,11 @@ OPINFO = Capability(
     "per-op MPS dtype limits (complex tensors) are not checked",
     eager=False,
 )
+DYNAMO = Capability(
+    "Dynamo (torch.compile's graph capture)",
+    "the compile target reports only the graph breaks it can read from source",
+    eager=False,
+)  # importing it loads sympy and Dynamo's own modules: only the compile view pays for it
 WORKER_STATE = Capability(
     "torch's internal settings (print options, the TorchScript switch)",
     "an analysed file that changes them is not undone for later files",
@@ -143,6 +148,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     ONNX_TORCHSCRIPT,
     ONNX_DYNAMO,
     OPINFO,
+    DYNAMO,
     WORKER_STATE,
 )
 
@@ -668,13 +674,35 @@ def decompositions_for(ops: Sequence[Any]) -> dict[Any, Any]:
     return dict(get(list(ops))) if get is not None else {}
 
 
+# Tables that depend only on the installed torch, built once per process (a worker builds
+# them while it warms up, before it forks: every file's child then finds them built). They
+# map overloads to Python callables, so they cannot go to disk; each caller gets a copy
+# (they add to and remove from it).
+_TABLES: dict[str, dict[Any, Any]] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def _table(name: str, build: Callable[[], dict[Any, Any]]) -> dict[Any, Any]:
+    with _TABLES_LOCK:
+        table = _TABLES.get(name)
+        if table is None:
+            table = _TABLES[name] = build()
+    return dict(table)
+
+
 def export_default_decompositions() -> dict[Any, Any]:
-    """What `run_decompositions()` applies by default (core ATen table + CIA kernels)."""
-    default = getattr(torch.export, "default_decompositions", None)
-    if default is not None:
-        return dict(default().items())
-    core = _optional(DECOMPOSITIONS, "torch._decomp.core_aten_decompositions")
-    return dict(core()) if core is not None else {}
+    """What `run_decompositions()` applies by default (core ATen table + CIA kernels); a
+    fresh copy of a table built once per process (torch rebuilds it, about 0.2-0.5 s, on
+    every call)."""
+
+    def build() -> dict[Any, Any]:
+        default = getattr(torch.export, "default_decompositions", None)
+        if default is not None:
+            return dict(default().items())
+        core = _optional(DECOMPOSITIONS, "torch._decomp.core_aten_decompositions")
+        return dict(core()) if core is not None else {}
+
+    return _table("export-default", build)
 
 
 # -- the ONNX exporters ---------------------------------------------------------------------------
@@ -797,11 +825,21 @@ def onnx_dynamo_first_opsets() -> tuple[int, dict[str, int]]:
     return default, ops
 
 
-def onnx_friendly_decompositions(registered: set[Any]) -> dict[Any, Any]:
+def onnx_friendly_decompositions(registered: Collection[Any]) -> dict[Any, Any]:
     """The dynamo ONNX exporter's decomposition table given the overloads its registry
-    implements (those are kept); Unavailable when this torch has no such exporter."""
+    implements (those are kept); Unavailable when this torch has no such exporter.
+
+    The exporter's own `create_onnx_friendly_decomposition_table` builds it per export
+    (about 0.3 s: it rebuilds torch's default table). Its contract is "torch's
+    decompositions, minus every op in `registered`" (an op's entry never depends on the
+    other ops), so its answer for no registered op is built once per process and each
+    call drops `registered` from a copy; tests/capture/test_graphs_tables.py checks the
+    result equals the exporter's own for the real registry, on every torch CI runs."""
     create = _first(ONNX_DYNAMO, "torch.onnx._internal.exporter._decomp.create_onnx_friendly_decomposition_table")
-    return dict(create(registered))
+    everything = _table("onnx-friendly", lambda: dict(create(set())))
+    for op in registered:
+        everything.pop(op, None)
+    return everything
 
 
 # -- PyTorch's OpInfo database ---------------------------------------------------------------------
@@ -926,5 +964,26 @@ _PROBES: dict[str, tuple[tuple[str, ...], ...]] = {
         ("torch.onnx._internal.exporter._decomp.create_onnx_friendly_decomposition_table",),
     ),
     OPINFO.name: (("torch.testing._internal.common_methods_invocations.op_db",),),
+    DYNAMO.name: (("torch._dynamo.reset",), ("torch._dynamo.optimize",), ("torch._dynamo.config",)),
     WORKER_STATE.name: (("torch.jit._state._enabled",), ("torch._tensor_str.PRINT_OPTS",)),
 }
+
+
+# -- Dynamo (the compile target) ----------------------------------------------------------
+
+# Dynamo's logger: its graph-break warnings are the compile view's data, not the user's output.
+DYNAMO_LOGGER = "torch._dynamo"
+
+
+def dynamo() -> Any:
+    """torch._dynamo, for what `torch._dynamo.explain` itself runs (`reset`, `optimize`);
+    raises Unavailable when this torch has no Dynamo."""
+    for path in _PROBES[DYNAMO.name]:
+        _first(DYNAMO, *path)
+    return _first(DYNAMO, "torch._dynamo")
+
+
+def dynamo_config() -> Any | None:
+    """Dynamo's config module (what decides whether `.item()` or `print` breaks the graph),
+    or None when this torch has none."""
+    return _optional(DYNAMO, "torch._dynamo.config")

@@ -248,7 +248,14 @@ def compare(truth: dict, mine: dict) -> list[dict]:
             res = real["executorch"]
             entry = got("executorch")
             rows.append(
-                _row(name, "executorch", res["ok"], set(res["not_core"]), not entry["error"], set(entry["error"]))
+                _row(
+                    name,
+                    "executorch",
+                    res["ok"],
+                    set(res["not_core"]) | set(res.get("missing_kernels") or ()),
+                    not entry["error"],
+                    set(entry["error"]),
+                )
             )
         if real.get("coreml", {}).get("available"):
             res = real["coreml"]

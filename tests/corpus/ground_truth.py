@@ -98,7 +98,7 @@ def onnx_dynamo(exported, opset: int) -> dict:
     return out
 
 
-def executorch(exported) -> dict:
+def executorch(exported, args) -> dict:
     out: dict = {}
     decomposed = exported.run_decompositions()
     not_core = set()
@@ -125,14 +125,50 @@ def executorch(exported) -> dict:
         from executorch.exir import to_edge
 
         try:
-            to_edge(exported)
+            edge = to_edge(exported)
             out["ok"] = True
         except Exception as error:  # noqa: BLE001
             out["ok"] = False
             out["error"] = _short(error)
+        else:
+            out.update(_loads_in_portable_runtime(edge, args))
+            out["ok"] = out.get("loads", True)
     else:
         out["ok"] = not not_core
     return out
+
+
+def _loads_in_portable_runtime(edge, args) -> dict:
+    """Whether the program passing to_edge also loads in ExecuTorch's own runtime with the
+    portable kernels the wheel links (its pybindings): a kernel the runtime lacks fails the
+    load with "Missing operator" on the device. `missing_kernels`: the program's operators
+    the runtime has no kernel for (the runtime names only the first it meets)."""
+    try:
+        from executorch.extension.pybindings import portable_lib
+    except ImportError:
+        return {}
+    try:
+        program = edge.to_executorch()
+    except Exception as error:  # noqa: BLE001 - to_executorch itself fails: the program is not made
+        return {"loads": False, "error": _short(error)}
+    registered = set(portable_lib._get_operator_names())
+    used = set()
+    for node in program.exported_program().graph.nodes:
+        target = getattr(node, "target", None)
+        schema = getattr(target, "_schema", None)
+        if node.op == "call_function" and schema is not None:
+            overload = f".{schema.overload_name}" if schema.overload_name else ""
+            used.add(f"{schema.name}{overload}")
+    missing = sorted(op for op in used if op not in registered)
+    try:
+        # The runtime loads a method's operators when it first runs it: run it on the inputs.
+        portable_lib._load_for_executorch_from_buffer(program.buffer).forward(tuple(args))
+        loads = True
+    except Exception as error:  # noqa: BLE001 - the runtime refuses the program (Missing operator)
+        loads = False
+        if not missing:
+            return {"loads": False, "error": _short(error)}
+    return {"loads": loads, "missing_kernels": [m.split(".")[0] for m in missing]}
 
 
 def coreml(model, args) -> dict:
@@ -172,7 +208,7 @@ def run(path: str) -> dict:
             exported = None
         if exported is not None:
             result["onnx_dynamo"] = {str(DYNAMO_OPSET): onnx_dynamo(exported, DYNAMO_OPSET)}
-            result["executorch"] = executorch(exported)
+            result["executorch"] = executorch(exported, args)
         result["coreml"] = coreml(model, args)
     return result
 

@@ -117,7 +117,12 @@ def analyse(
         target = historical_mps(engine, mps_as_of)
         if flags:
             target = AlsoFlags(target, flags)
-        monkeypatch.setattr(engine, "targets_for", lambda settings: [target])
+        built = engine.targets_for
+        # Only the MPS target is judged as of that release; the fixture's other targets as
+        # the installed packages judge them.
+        monkeypatch.setattr(
+            engine, "targets_for", lambda settings: [target if t.name == "mps" else t for t in built(settings)]
+        )
     try:
         report = engine.check_paths([root], jobs=1)
     finally:
@@ -172,6 +177,22 @@ def mps_releases() -> list:
         return []
     with open(MPS_HISTORY, encoding="utf-8") as handle:
         return list(json.load(handle)["versions"])
+
+
+def fixture_mps_as_of(fixture: Fixture, installed: str) -> str | None:
+    """The torch release whose MPS kernels the fixture is judged with: its `# mps-as-of:`,
+    else the installed torch when the entry is offered for MPS there, else (its ops gained an
+    MPS kernel in the installed torch, so the fix is no longer offered) the newest release in
+    the MPS history in which it is offered."""
+    from atenlint.fixes.model import offered_in
+
+    if fixture.mps_as_of is not None or "mps" not in fixture.targets:
+        return fixture.mps_as_of
+    entry = BY_ID[fixture.entry]
+    if offered_in(entry, "mps", installed):
+        return None
+    inside = [release for release in mps_releases() if offered_in(entry, "mps", release)]
+    return max(inside, key=_release_key) if inside else None
 
 
 def historical_mps(engine, version: str):

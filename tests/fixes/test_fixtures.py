@@ -23,6 +23,7 @@ import pytest
 from fixes_support import (
     BY_ID,
     analyse,
+    fixture_mps_as_of,
     load_fixtures,
     missing_packages,
     mps_releases,
@@ -48,7 +49,8 @@ def test_fixture(engine, tmp_path, monkeypatch, fixture):
     missing = missing_packages(fixture.targets)
     if missing:
         pytest.skip(f"targets {', '.join(fixture.targets)} need {', '.join(missing)} (the exporters extra)")
-    _check(engine, tmp_path, monkeypatch, fixture, fixture.targets, fixture.mps_as_of, golden=True)
+    mps_as_of = fixture_mps_as_of(fixture, engine.torch_version)
+    _check(engine, tmp_path, monkeypatch, fixture, fixture.targets, mps_as_of, golden=True)
 
 
 def _release_cases() -> list:

@@ -15,7 +15,7 @@ import pytest
 from atenlint.findings import Finding
 from atenlint.fixes.apply import apply_to_files
 from atenlint.fixes.edits import text_fingerprint
-from atenlint.fixes.safe_write import WriteRefused, read_for_fix, replace_if_unchanged
+from atenlint.fixes.safe_write import WriteRefused, editor_refusal, read_for_fix, replace_if_unchanged
 from atenlint.notebook import FilePositions, build_module, fix_cells, parse_notebook
 from atenlint.sourcetext import Position, Range
 
@@ -233,3 +233,25 @@ def test_a_notebook_is_written_through_the_same_safe_path(tmp_path):
     assert outside.applied == [] and path.read_bytes() == NOTEBOOK.encode("utf-8")
     inside = apply_to_files([(finding, fix)], allowed_roots=[str(tmp_path)])
     assert len(inside.applied) == 1 and b"x.reshape(-1)[ids]" in path.read_bytes()
+
+
+def test_the_editor_may_edit_regular_files_inside_the_workspace_only(tmp_path):
+    """What quick fixes check (`editor_refusal`): as `--fix`, but an open document may be
+    an unsaved buffer, and without workspace folders only that document is editable."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    inside = workspace / "m.py"
+    inside.write_text(SOURCE)
+    outside = tmp_path / "o.py"
+    outside.write_text(SOURCE)
+    (workspace / "link.py").symlink_to(outside)
+    os.mkfifo(workspace / "fifo.py")
+    roots = [str(workspace)]
+    assert editor_refusal(str(inside), roots) is None
+    assert editor_refusal(str(outside), roots) == "outside the workspace folders"
+    assert editor_refusal(str(workspace / "link.py"), roots) == "outside the workspace folders"
+    assert editor_refusal(str(workspace / "fifo.py"), roots) == "not a regular file"
+    assert editor_refusal(str(workspace / "new.py"), roots) == "not a file on disk"
+    assert editor_refusal(str(workspace / "new.py"), roots, open_document=True) is None  # an unsaved buffer
+    assert editor_refusal(str(outside), [], open_document=True) is None
+    assert editor_refusal(str(outside), []) is not None

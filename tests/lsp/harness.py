@@ -14,6 +14,8 @@ from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, default_feature
 
+from ci_support import model_source
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKSPACE = os.path.join(HERE, "workspace")
 CLIENTS = ["visual-studio-code", "neovim", "emacs"]
@@ -21,8 +23,13 @@ SERVER = [sys.executable, "-m", "atenlint", "serve"]
 
 
 def copy_workspace(tmp_path) -> str:
+    """The workspace (its `pyproject.toml`) with `model.py`: a model calling two ops that have
+    no MPS kernel in the installed torch (`ci_support.model_source()`: `model_calls()` are
+    the calls, on lines 11 and 12 (LSP lines 10 and 11), in the same columns on every torch)."""
     root = os.path.join(str(tmp_path), "ws")
     shutil.copytree(WORKSPACE, root)
+    with open(os.path.join(root, "model.py"), "w", encoding="utf-8") as handle:
+        handle.write(model_source())
     return root
 
 

@@ -4,6 +4,7 @@
 local verdict_path = os.getenv("ATENLINT_VERDICT")
 local file = os.getenv("ATENLINT_FILE")
 local python = os.getenv("ATENLINT_PYTHON")
+local op = os.getenv("ATENLINT_OP") -- the model's first finding's op, from the installed torch
 local verdict = { steps = {} }
 
 local function finish(ok, message)
@@ -39,9 +40,9 @@ table.insert(verdict.steps, { diagnostics = #before })
 
 local take
 for _, d in ipairs(before) do
-  if d.message:find("aten::take", 1, true) then take = d end
+  if d.message:find(op, 1, true) then take = d end
 end
-if not take then return finish(false, "no torch.take finding") end
+if not take then return finish(false, "no finding of " .. op) end
 vim.api.nvim_win_set_cursor(0, { take.lnum + 1, take.col })
 
 vim.lsp.buf.code_action({
@@ -58,7 +59,7 @@ vim.cmd("write")
 if not vim.wait(120000, function()
   local now = atenlint_diagnostics()
   for _, d in ipairs(now) do
-    if d.message:find("aten::take", 1, true) then return false end
+    if d.message:find(op, 1, true) then return false end
   end
   return #now == #before - 1
 end, 100) then

@@ -9,7 +9,7 @@ import pathlib
 import threading
 
 import pytest
-from harness import SERVER, WORKSPACE, copy_workspace, final_diagnostics, open_file, save, start
+from harness import SERVER, copy_workspace, final_diagnostics, open_file, save, start
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
@@ -17,14 +17,14 @@ from pytest_lsp.client import make_test_lsp_client
 
 from atenlint.engine import SourceCache
 from atenlint.lsp.convert import headline
+from torch_facts import missing_on
 
-BASE = pathlib.Path(WORKSPACE, "model.py").read_text(encoding="utf-8")
-BODY_START = BASE.splitlines().index("    def forward(self, x, index):") + 1
+# {0}, {1}, {2}: calls of three ops with no MPS kernel in the installed torch (`calls()`).
 SNIPPETS = [
-    "        y = torch.heaviside(x, x)\n",
-    "        z = torch.special.ndtri(x)\n",
+    "        y = {0}\n",
+    "        z = {1}\n",
     "        w = x.relu() @ x\n",
-    "        v = torch.take(x, index)\n",
+    "        v = {2}\n",
     "        u = x.sum(\n",  # a syntax error until something closes it
     "        )\n",
     "        # a comment with ünïcödé 𝛑\n",
@@ -49,6 +49,7 @@ class _LoopThread:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
+    snippet_calls = calls()  # first: a torch without three such ops skips before a server starts
     runner = _LoopThread()
     root = copy_workspace(tmp_path_factory.mktemp("edits"))
     client = make_test_lsp_client()
@@ -58,7 +59,9 @@ def session(tmp_path_factory):
         await start(client, "visual-studio-code", root)  # push, UTF-16: comparable with the engine
 
     runner.run(begin())
-    state = {"client": client, "root": root, "runner": runner, "version": 0}
+    # The workspace's model (two ops without an MPS kernel), as copied: each example starts from it.
+    base = pathlib.Path(root, "model.py").read_text(encoding="utf-8")
+    state = {"client": client, "root": root, "runner": runner, "version": 0, "base": base, "calls": snippet_calls}
     yield state
 
     async def end():
@@ -69,15 +72,21 @@ def session(tmp_path_factory):
     runner.loop.call_soon_threadsafe(runner.loop.stop)
 
 
-def _edit(lines: list[str], kind: str, where: int, snippet: str):
-    """Apply one edit to `lines`; return the incremental change an editor would send."""
-    line = min(BODY_START + where, len(lines))
+def calls() -> list[str]:
+    return [missing.call.call("x") for missing in missing_on("MPS", 3)]
+
+
+def _edit(lines: list[str], body_start: int, kind: str, where: int, snippet: str):
+    """Apply one edit to `lines` (inserting `snippet` or deleting a line from the model's
+    body on, which starts at line `body_start`); return the incremental change an editor
+    would send."""
+    line = min(body_start + where, len(lines))
     if kind == "insert":
         lines.insert(line, snippet)
         return types.TextDocumentContentChangePartial(
             range=types.Range(types.Position(line, 0), types.Position(line, 0)), text=snippet
         )
-    if line >= len(lines) or line < BODY_START:
+    if line >= len(lines) or line < body_start:
         return None
     del lines[line]
     return types.TextDocumentContentChangePartial(
@@ -93,9 +102,11 @@ def test_final_diagnostics_match_a_fresh_check(session, engine, operations):
     client, root, runner = session["client"], session["root"], session["runner"]
     path = os.path.join(root, "model.py")
     uri = f"file://{path}"
-    lines = BASE.splitlines(keepends=True)
+    base = session["base"]
+    lines = base.splitlines(keepends=True)
+    body_start = lines.index("    def forward(self, x, index):\n") + 1
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(BASE)
+        handle.write(base)
     session["version"] += 1
     runner.run(_reopen(client, path, session["version"]))
     for kind, where, snippet in operations:
@@ -104,7 +115,7 @@ def test_final_diagnostics_match_a_fresh_check(session, engine, operations):
                 types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri))
             )
             continue
-        change = _edit(lines, kind, where, snippet)
+        change = _edit(lines, body_start, kind, where, snippet.format(*session["calls"]))
         if change is None:
             continue
         session["version"] += 1

@@ -24,7 +24,10 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-# A module with top-level code. The worker's sandbox refuses its writes (ATL012), so the
+from torch_facts import mps_missing_two, require_no_kernel, with_mps_missing
+
+# A module with top-level code that calls an op with no MPS kernel in the installed torch
+# (`counted()` fills MISSING in). The worker's sandbox refuses its writes (ATL012), so the
 # imports are counted from the server's log: one "analysed counted.py" line per check that
 # imported it (a static pass says so, a cached answer logs nothing).
 COUNTED = """import torch
@@ -35,8 +38,12 @@ imported = "imported"
 
 class Counted(nn.Module):
     def forward(self, x, index):
-        return torch.take(x, index)
+        return MISSING(x)
 """
+
+
+def counted() -> str:
+    return with_mps_missing(COUNTED)
 
 
 def imports(client: LanguageClient) -> int:
@@ -79,7 +86,7 @@ def _write(root: str, name: str, text: str) -> str:
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def puller(lsp_client: LanguageClient, tmp_path):
     root = copy_workspace(tmp_path)
-    _write(root, "counted.py", COUNTED)
+    _write(root, "counted.py", counted())
     await _initialize(lsp_client, root, pulling_capabilities())
     yield
     await lsp_client.shutdown_session()
@@ -98,7 +105,7 @@ async def test_pulls_never_import_unsaved_text_under_on_save(puller: LanguageCli
     uri = open_file(puller, path)
     first = await _pull(puller, uri)
     assert codes(first.items) == ["MPS001"] and imports(puller) == 1
-    text = COUNTED
+    text = counted()
     previous = first.result_id
     for version in range(2, 7):  # five unsaved edits, each followed by the pull VS Code sends
         text = text.replace("imported", f"imported{version}", 1)
@@ -116,7 +123,7 @@ async def test_pulls_never_import_unsaved_text_under_on_save(puller: LanguageCli
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def pusher(lsp_client: LanguageClient, tmp_path):
     root = copy_workspace(tmp_path)
-    _write(root, "counted.py", COUNTED)
+    _write(root, "counted.py", counted())
     await _initialize(lsp_client, root, client_capabilities("neovim"))
     yield
     await lsp_client.shutdown_session()
@@ -130,6 +137,7 @@ async def test_a_client_that_does_not_pull_gets_no_pull_provider(pusher: Languag
 @pytest.mark.asyncio
 async def test_code_actions_without_echoed_data_come_from_the_servers_results(pusher: LanguageClient):
     """Vim + ALE send the diagnostic without `data` (or none at all)."""
+    require_no_kernel("MPS", "aten::take")  # its rewrite must be offered without `data` too (model.py calls it)
     path = os.path.join(pusher.root, "model.py")
     uri = open_file(pusher, path)
     items = await diagnostics(pusher, uri)
@@ -150,7 +158,7 @@ async def test_code_actions_without_echoed_data_come_from_the_servers_results(pu
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def typer(lsp_client: LanguageClient, tmp_path):
     root = copy_workspace(tmp_path)
-    _write(root, "counted.py", COUNTED)
+    _write(root, "counted.py", counted())
     await _initialize(lsp_client, root, client_capabilities("neovim"), {"trigger": "onType", "onTypeDelayMs": 100})
     yield
     await lsp_client.shutdown_session()
@@ -162,7 +170,8 @@ async def test_on_type_checks_unsaved_text_statically_and_saved_text_fully(typer
     uri = open_file(typer, path)
     await published_until(typer, uri, lambda items: codes(items) == ["MPS001"])
     assert imports(typer) == 1
-    edited = COUNTED.replace("torch.take(x, index)", "torch.take(x, index) + torch.special.ndtri(x)")
+    first, second = (missing.call.call("x") for missing in mps_missing_two())
+    edited = counted().replace(first, f"{first} + {second}.sum()")  # a second op without a kernel
     replace_text(typer, uri, edited, 2)
     items = await published_until(typer, uri, lambda items: len(codes(items)) == 2)  # the static pass saw it
     assert codes(items) == ["MPS001", "MPS001"] and imports(typer) == 1

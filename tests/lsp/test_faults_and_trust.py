@@ -10,18 +10,13 @@ from faults import FAULTS
 from harness import SERVER, copy_workspace, diagnostics, open_file, replace_text, save, start
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+from ci_support import model_calls, model_source
 
 
 def _write(path: str, text: str) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
 
-
-HEALTHY = _read(os.path.join(os.path.dirname(__file__), "workspace", "model.py"))
 
 # Each faulty file is its own project: only the endless loop gets a short analysis timeout
 # (what it tests); the others get one no slow machine reaches, so a crash or a memory
@@ -61,7 +56,7 @@ async def test_a_fault_gives_one_diagnostic_and_the_next_file_is_fine(client: La
     healthy_uri = open_file(client, healthy)
     assert [d.code for d in await diagnostics(client, healthy_uri)] == ["MPS001", "MPS001"]
     # and a later save of it is analysed normally by the replacement worker
-    replace_text(client, healthy_uri, HEALTHY.replace("torch.take(self.proj(x), index)", "self.proj(x)"), 2)
+    replace_text(client, healthy_uri, model_source().replace(model_calls()[0], "self.proj(x)"), 2)
     save(client, healthy_uri)
     assert [d.code for d in await diagnostics(client, healthy_uri)] == ["MPS001"]
 
@@ -78,7 +73,7 @@ async def restricted(lsp_client: LanguageClient, tmp_path):
 async def test_restricted_mode_never_imports_user_code(restricted: LanguageClient):
     canary = os.path.join(restricted.root, "canary.txt")
     path = os.path.join(restricted.root, "writes_canary.py")
-    _write(path, f"open({canary!r}, 'w').write('imported')\n" + HEALTHY)
+    _write(path, f"open({canary!r}, 'w').write('imported')\n" + model_source())
     uri = open_file(restricted, path)
     items = await diagnostics(restricted, uri)
     assert sorted(d.code for d in items) == ["MPS001", "MPS001"]

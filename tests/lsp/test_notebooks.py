@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+import attrs
 import pytest
 import pytest_lsp
 from harness import SERVER, apply_edits, copy_workspace, published_until, register_extras
@@ -13,7 +14,10 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from torch_facts import require_no_kernel
+
 IMPORTS = "import torch\nimport torch.nn as nn\n%matplotlib inline"
+# `take`, for its exact rewrite (the preferred fix); the test needs a torch without its MPS kernel.
 MODEL = (
     "class Scorer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
     "        self.proj = nn.Linear(8, 8)\n\n    def forward(self, x, index):\n"
@@ -107,6 +111,7 @@ async def cell_diagnostics(client: LanguageClient, uri: str, predicate=lambda it
 @pytest.mark.asyncio
 async def test_cells_get_their_diagnostics_quick_fixes_and_updates(client: LanguageClient):
     assert client.server_caps.notebook_document_sync is not None
+    require_no_kernel("MPS", "aten::take")
     path = os.path.join(client.root, "scoring.ipynb")
     sources = [("code", IMPORTS), ("markdown", "# The model"), ("code", MODEL)]
     write_notebook(path, sources)
@@ -126,10 +131,23 @@ async def test_cells_get_their_diagnostics_quick_fixes_and_updates(client: Langu
         )
     )
     rewrite = next(a for a in actions if "reshape" in a.title)
-    assert rewrite.is_preferred and list(rewrite.edit.changes) == [uris[2]]
-    assert apply_edits(MODEL, rewrite.edit.changes[uris[2]]) == FIXED
+    # VS Code applies `documentChanges`: each cell's edits carry the version of the cell
+    # text they were computed on, so an edit typed meanwhile makes the client reject them.
+    assert rewrite.is_preferred and rewrite.edit.changes is None
+    [change] = rewrite.edit.document_changes
+    assert (change.text_document.uri, change.text_document.version) == (uris[2], 1)
+    assert apply_edits(MODEL, change.edits) == FIXED
     ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
-    assert "# atenlint: ignore[aten::take]" in apply_edits(MODEL, ignore.edit.changes[uris[2]])
+    assert "# atenlint: ignore[aten::take]" in apply_edits(MODEL, ignore.edit.document_changes[0].edits)
+    # A diagnostic of an older version of the cell: its positions are stale, nothing is offered.
+    stale = attrs.evolve(take, data={**take.data, "version": 0})
+    assert not await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uris[2]),
+            range=take.range,
+            context=types.CodeActionContext(diagnostics=[stale]),
+        )
+    )
 
     # The fix is typed into the cell and the notebook saved: the cell's squiggle goes.
     client.notebook_document_did_change(

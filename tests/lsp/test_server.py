@@ -25,6 +25,9 @@ from harness import (
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from ci_support import model_calls
+from torch_facts import mps_missing
+
 MODEL_FIXED = """import torch
 import torch.nn as nn
 
@@ -58,12 +61,13 @@ async def test_open_gives_diagnostics_on_the_calls(client: LanguageClient):
     uri = open_file(client, os.path.join(client.root, "model.py"))
     items = await diagnostics(client, uri)
     assert by_code(items) == [("MPS001", 10, 17), ("MPS001", 11, 24)]
-    take = next(d for d in items if d.range.start.line == 10)
-    assert take.source == "atenlint" and "aten::take" in take.message
-    assert take.code_description.href.endswith("docs/rules.md#mps001")
-    assert len(take.message) <= 100 and take.message.startswith("`aten::take` has no MPS kernel")
-    assert "PYTORCH_ENABLE_MPS_FALLBACK" in take.related_information[0].message  # the details
-    assert take.data["ops"] == ["aten::take"] and take.data["target"] == "mps"
+    op = mps_missing().op  # what the call on line 11 reaches
+    first = next(d for d in items if d.range.start.line == 10)
+    assert first.source == "atenlint" and op in first.message
+    assert first.code_description.href.endswith("docs/rules.md#mps001")
+    assert len(first.message) <= 100 and first.message.startswith(f"`{op}` has no MPS kernel")
+    assert "PYTORCH_ENABLE_MPS_FALLBACK" in first.related_information[0].message  # the details
+    assert first.data["ops"] == [op] and first.data["target"] == "mps"
 
 
 @pytest.mark.asyncio
@@ -72,7 +76,7 @@ async def test_unsaved_edits_count_only_after_save_and_fixes_clear(client: Langu
     uri = open_file(client, path)
     assert len(await diagnostics(client, uri)) == 2
     text = pathlib.Path(path).read_text(encoding="utf-8")
-    half = text.replace("torch.take(self.proj(x), index)", "self.proj(x).flatten()[index]")
+    half = text.replace(model_calls()[0], "self.proj(x).flatten()[index]")
     replace_text(client, uri, half, 2)  # unsaved: the buffer text is what gets analysed on save
     save(client, uri)
     assert by_code(await diagnostics(client, uri)) == [("MPS001", 11, 24)]
@@ -86,20 +90,21 @@ async def test_ignore_action_applies_and_recheck_is_clean(client: LanguageClient
     path = os.path.join(client.root, "model.py")
     uri = open_file(client, path)
     items = await diagnostics(client, uri)
-    take = next(d for d in items if "aten::take" in d.message)
+    op = mps_missing().op
+    finding = next(d for d in items if op in d.message)
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri),
-            range=take.range,
-            context=types.CodeActionContext(diagnostics=[take]),
+            range=finding.range,
+            context=types.CodeActionContext(diagnostics=[finding]),
         )
     )
-    ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
+    ignore = next(a for a in actions if a.title == f"Ignore {op} on this line")
     text = apply_edits(pathlib.Path(path).read_text(encoding="utf-8"), edits_of(ignore, uri), encoding_of(client))
-    assert "torch.take(self.proj(x), index)  # atenlint: ignore[aten::take]\n" in text
+    assert f"{model_calls()[0]}  # atenlint: ignore[{op}]\n" in text
     replace_text(client, uri, text, 2)
     save(client, uri)
-    assert [d.code for d in await diagnostics(client, uri)] == ["MPS001"]  # only torch.mode is left
+    assert [d.code for d in await diagnostics(client, uri)] == ["MPS001"]  # only the second call is left
 
 
 @pytest.mark.asyncio
@@ -108,17 +113,18 @@ async def test_a_quick_fix_carries_the_version_it_was_computed_for(client: Langu
     names the version of the text it was computed on, so the client rejects it."""
     path = os.path.join(client.root, "model.py")
     uri = open_file(client, path)
-    take = next(d for d in await diagnostics(client, uri) if "aten::take" in d.message)
+    op = mps_missing().op
+    finding = next(d for d in await diagnostics(client, uri) if op in d.message)
     text = pathlib.Path(path).read_text(encoding="utf-8")
     replace_text(client, uri, "# a line added above, not saved\n" + text, 2)
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri),
-            range=take.range,
-            context=types.CodeActionContext(diagnostics=[take]),
+            range=finding.range,
+            context=types.CodeActionContext(diagnostics=[finding]),
         )
     )
-    ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
+    ignore = next(a for a in actions if a.title == f"Ignore {op} on this line")
     capabilities = client_capabilities(client.spec)
     if capabilities.workspace.workspace_edit and capabilities.workspace.workspace_edit.document_changes:
         assert edit_version(ignore, uri) == 1  # not the buffer's version 2: the client rejects it
@@ -134,7 +140,7 @@ async def test_hover_names_overloads_and_verdicts(client: LanguageClient):
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 20))
     )
     assert hover is not None
-    assert "`aten::take`" in hover.contents.value and "**mps**" in hover.contents.value
+    assert f"`{mps_missing().op}`" in hover.contents.value and "**mps**" in hover.contents.value
     assert "torch 2." in hover.contents.value
     clean = await client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(10, 40))

@@ -11,6 +11,8 @@ from harness import SERVER, copy_workspace, diagnostics, open_file, published_un
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from torch_facts import mps_missing, mps_missing_two
+
 HELPER = "import torch\n\n\ndef squash(x):\n    return x.sigmoid()\n"
 USER = (
     "import torch.nn as nn\nfrom helpers import squash\n\n\nclass Head(nn.Module):\n"
@@ -49,28 +51,30 @@ async def test_editing_an_imported_file_rechecks_its_importers(client: LanguageC
     helpers = open_file(client, helpers_path)
     await diagnostics(client, helpers)
     client.diagnostics.pop(head, None)
-    changed = HELPER.replace("x.sigmoid()", "torch.special.ndtri(x.sigmoid())")
+    missing = mps_missing()  # an op with no MPS kernel in the installed torch
+    changed = HELPER.replace("x.sigmoid()", missing.call.call("x.sigmoid()"))
     replace_text(client, helpers, changed, 2)
     save(client, helpers, helpers_path, changed)
     assert await diagnostics(client, head) == []  # re-checked because head.py imports helpers.py...
     (finding,) = await published_until(client, helpers, bool)  # ...and the finding shows where the call is
-    assert finding.code == "MPS001" and finding.range.start.line == 4 and "ndtri" in finding.message
+    assert finding.code == "MPS001" and finding.range.start.line == 4 and missing.op in finding.message
 
 
 @pytest.mark.asyncio
 async def test_pyproject_changes_recheck_open_files(client: LanguageClient):
+    first, second = mps_missing_two()  # the ops of the model's two calls
     model = open_file(client, os.path.join(client.root, "model.py"))
     assert len(await diagnostics(client, model)) == 2
     pyproject = os.path.join(client.root, "pyproject.toml")
     text = pathlib.Path(pyproject).read_text(encoding="utf-8")
-    pathlib.Path(pyproject).write_text(text + 'ignore = { mps = ["aten::take"] }\n', encoding="utf-8")
+    pathlib.Path(pyproject).write_text(text + f'ignore = {{ mps = ["{first.op}"] }}\n', encoding="utf-8")
     client.diagnostics.pop(model, None)
     client.workspace_did_change_watched_files(
         types.DidChangeWatchedFilesParams(
             changes=[types.FileEvent(uri=uri_of(pyproject), type=types.FileChangeType.Changed)]
         )
     )
-    assert [d.data["call"] for d in await diagnostics(client, model)] == ["torch.mode"]
+    assert [d.data["call"] for d in await diagnostics(client, model)] == [second.call.function]
 
 
 @pytest.mark.asyncio

@@ -73,3 +73,8 @@ def test_pow_has_portable_kernels():
     # Run by the runtime's prim ops (executorch_prim_ops_registry.is_sym_op), not kernels.
     assert "aten::sym_size.int" not in table["no_portable_kernel"]
     assert "aten::_local_scalar_dense" not in table["no_portable_kernel"]
+    # Which delegate partitioners load here, each by the class the delegate target runs.
+    for name in ("xnnpack", "coreml", "vulkan"):
+        delegate = table["delegates"][name]
+        assert delegate["available"] or delegate["reason"], delegate
+    assert table["delegates"]["xnnpack"]["partitioner"].endswith("XnnpackPartitioner")

@@ -7,6 +7,10 @@ import os
 import subprocess
 import sys
 
+from atenlint.targets import mps_history
+from atenlint.targets.tensorrt import release_for
+from torch_facts import applicable, torch_release
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(REPO, "tests", "corpus", "modules")
 
@@ -23,9 +27,14 @@ def test_targets_lists_every_target_with_data_versions():
     listing = json.loads(out.stdout)
     rows = {row["target"]: row for row in listing["targets"]}
     assert set(rows) >= {"mps", "cuda", "xla", "onnx", "executorch", "core-aten", "coreml", "tensorrt", "torchscript"}
-    # The torch-tensorrt release paired with the installed torch (2.13.0 for torch 2.13, ...).
-    torch_minor = ".".join(listing["torch"].split(".")[:2])
-    assert rows["tensorrt"]["data"]["converters"].startswith(f"torch-tensorrt {torch_minor}.")
+    # The torch-tensorrt release paired with the installed torch (2.13.0 for torch 2.13, ...),
+    # or, for a torch with no torch-tensorrt release in the data yet, the nearest one, said so.
+    paired, exact = release_for(listing["torch"])
+    converters = rows["tensorrt"]["data"]["converters"]
+    assert converters.startswith(f"torch-tensorrt {paired['release']} ")
+    assert exact or f"nearest release to torch {listing['torch']}" in converters
+    # The MPS history says which wheels it was read from, the newest supported torch included.
+    assert listing["mps_history"] == mps_history.built_from() and "2.15.0" in listing["mps_history"]
     # How the analysed code is contained here: the kernel layers, or why they are missing.
     containment = listing["containment"]
     assert containment["kernel"] or containment["missing"]
@@ -48,8 +57,11 @@ def test_ops_shows_verdict_reason_and_since():
     assert out.returncode == 0, out.stderr
     [row] = json.loads(out.stdout)["ops"]
     assert row["onnx:13"]["verdict"] == "unsupported" and row["onnx:13"]["since"] == "opset 16"
-    text = atenlint("ops", "--target", "mps", "--op", "take")
-    assert "since 2.15" in text.stdout
+    # An op the installed torch lacks on MPS that a newer release has: `ops` names that release.
+    later = [(m, since) for m in applicable("MPS") if (since := mps_history.supported_from(m.op, torch_release()))]
+    for m, since in later[:1]:
+        text = atenlint("ops", "--target", "mps", "--op", m.op)
+        assert f"since {since}" in text.stdout
     assert atenlint("ops", "--target", "nope", "--op", "take").returncode == 2
 
 

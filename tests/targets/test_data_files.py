@@ -43,6 +43,30 @@ def test_history_reproduces_known_facts():
     assert mps_history.has_kernel("aten::add.Tensor", "1.9") is None  # not in the table
 
 
+def test_history_agrees_with_the_installed_torch(engine):
+    """The history's row for the installed minor release says what the installed wheel's own
+    table says (every overload, directly or through its out= delegate), and a "supported on
+    MPS from torch X" note only ever names a newer release: checked on each torch the suite
+    runs on, the newest supported included."""
+    table = engine.native
+    release = ".".join(table.torch_version.split(".")[:2])
+    row = mps_history.load()["versions"].get(release)
+    assert row is not None, f"data/mps_history.json has no torch {release}: run scripts/gen_mps_history.py"
+    assert mps_history.built_from().startswith("torch ") and row["release"] in mps_history.built_from()
+    for op in table.entries:
+        since = mps_history.supported_from(op, table.torch_version)
+        assert since is None or release_numbers(since) > release_numbers(release), (op, since)
+    if row["release"] != table.torch_version:
+        pytest.skip(f"the history read torch {row['release']}, this is {table.torch_version}")
+    assert row["yaml_sha256"] == table.yaml_sha
+    disagree = []
+    for op, entry in table.entries.items():
+        direct = "MPS" in entry.kernels or (entry.delegate is not None and table.has_kernel(entry.delegate, "MPS"))
+        if mps_history.has_kernel(op, release) != direct:
+            disagree.append(op)
+    assert disagree == []
+
+
 def test_tensorrt_release_pairs_with_torch():
     release, exact = release_for("2.13.0")
     assert release["release"] == "2.13.0" and exact

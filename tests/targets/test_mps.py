@@ -1,4 +1,4 @@
-"""MPS verdicts for real torch 2.13 ops, each way a fallback can happen."""
+"""MPS verdicts for real ops of the installed torch, each way a fallback can happen."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from atenlint.targets.mps import CODES, FALLBACK, FORCED, UNSUPPORTED, MpsOptions, MpsTarget, forced_fallbacks
 from atenlint.targets.native_table import NativeTable
+from torch_facts import missing_on
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,6 @@ def leaf(op):
     "tree, expected",
     [
         (leaf("aten::add.Tensor"), []),  # structured, delegate has an MPS kernel
-        (leaf("aten::heaviside"), [("aten::heaviside.out", FALLBACK)]),  # structured, delegate lacks one
-        (leaf("aten::take"), [("aten::take", FALLBACK)]),  # no kernel at all
         (leaf("aten::linalg_svd"), [("aten::linalg_svd", FORCED)]),  # MPSFallback.mm
         (leaf("aten::linalg_lu_solve.out"), []),  # registered from Python at run time
         ({"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::mean.dim")]}, []),  # composite: judged by its calls
@@ -46,8 +45,16 @@ def test_problems(mps, tree, expected):
     assert [(p.op, p.kind) for p in mps.problems(tree, ("eval",))] == expected
 
 
+@pytest.mark.parametrize("structured", [False, True], ids=["no-kernel", "delegate-lacks-one"])
+def test_an_op_without_an_mps_kernel_falls_back(mps, structured):
+    """An overload with no MPS kernel of its own, or a structured one whose out= delegate has
+    none (reported as the delegate): a CPU fallback."""
+    missing = missing_on("MPS", structured=structured)[0]
+    assert [(p.op, p.kind) for p in mps.problems(leaf(missing.call.overload), ("eval",))] == [(missing.op, FALLBACK)]
+
+
 def test_verdict_wording_and_severity(mps, table, engine):
-    problems = mps.problems(leaf("aten::take"), ("eval",))
+    problems = mps.problems(leaf(missing_on("MPS")[0].op), ("eval",))
     verdict = mps.verdict(problems)
     assert (verdict.severity, verdict.code) == ("warning", CODES[FALLBACK])
     assert "NotImplementedError" in verdict.message and "PYTORCH_ENABLE_MPS_FALLBACK=1" in verdict.message

@@ -7,8 +7,9 @@ import importlib.util
 import pytest
 
 from atenlint.config import Settings
-from atenlint.targets import build_target, build_targets
+from atenlint.targets import build_target, build_targets, mps_history
 from atenlint.targets.registry_data import load
+from torch_facts import applicable
 
 
 def leaf(op, **extra):
@@ -118,13 +119,20 @@ def test_cuda_and_xla(engine, registries):
 
 
 def test_mps_names_the_release_that_fixes_it(engine, registries):
+    """An op the installed torch has no MPS kernel for: the message names the first newer
+    release in the history that has one, and says nothing of the kind when none has."""
     mps = target(engine, registries, "mps")
-    message = mps.verdict(mps.problems(leaf("aten::take"), ("eval",))).message
     you_have = ".".join(engine.torch_version.split(".")[:2])
-    assert f"supported on MPS from torch 2.15 (you have {you_have})" in message
-    assert (
-        "supported on MPS from" not in mps.verdict(mps.problems(leaf("aten::_adaptive_avg_pool3d"), ("eval",))).message
-    )
+    missing = applicable("MPS")
+    gained = [(m, mps_history.supported_from(m.op, engine.torch_version)) for m in missing]
+    later = [(m, since) for m, since in gained if since is not None]
+    never = [m for m, since in gained if since is None]
+    assert missing, f"no candidate op lacks an MPS kernel in torch {engine.torch_version}"
+    for m, since in later[:1]:
+        message = mps.verdict(mps.problems(leaf(m.op), ("eval",))).message
+        assert f"supported on MPS from torch {since} (you have {you_have})" in message
+    for m in never[:1]:
+        assert "supported on MPS from" not in mps.verdict(mps.problems(leaf(m.op), ("eval",))).message
 
 
 def test_torchscript_condenses_failures(engine, registries):

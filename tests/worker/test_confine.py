@@ -8,6 +8,7 @@ that gets through.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -296,3 +297,91 @@ def test_nothing_one_file_changes_reaches_the_next(pool, tmp_path):
     assert "import_error" not in answer, answer["import_error"]
     assert [c["status"] for c in answer["classes"]] == ["ok"] and answer["classes"][0]["ops"]  # not hidden
     assert [r["kind"] for r in answer["refusals"]] == ["process"]  # the audit hook is back on
+
+
+def test_analysed_code_sees_no_descriptor_but_its_answer_and_stdio(pool, tmp_path):
+    """Of what the worker holds (the request pipe above all) the analysed code gets nothing:
+    only stdio, /dev/null as stdin, and the two pipe ends its answer goes out on."""
+    requests = os.readlink(f"/proc/self/fd/{pool._all[0].process.stdin.fileno()}")  # pipe:[n]: the request pipe
+    path = write(
+        tmp_path,
+        "descriptors.py",
+        """
+        import json, os
+        seen = {}
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                seen[int(name)] = os.readlink("/proc/self/fd/" + name)
+            except OSError:
+                pass  # the listing's own descriptor, closed by now
+        raise RuntimeError(json.dumps(seen))
+        """,
+    )
+    answer = analyse(pool, path)
+    seen = {int(fd): target for fd, target in json.loads(answer["import_error"]["message"]).items()}
+    assert {0, 1, 2} <= set(seen) and len(seen) <= 6, seen
+    assert requests not in seen.values(), seen
+    assert all(target == os.devnull or target.startswith("pipe:") for target in seen.values()), seen
+
+
+def test_a_worker_closes_what_its_parent_leaked(pool, tmp_path):
+    """A parent that starts the worker without closing its descriptors (here: a file and a
+    listening socket passed on purpose) leaks nothing to it: the worker closes them first."""
+    leaked_file = open(tmp_path / "secret.txt", "w")  # noqa: SIM115 - closed below
+    listener = socket.socket()
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        leaked = (leaked_file.fileno(), listener.fileno())
+        run_dir = tmp_path / "run"
+        run_dir.mkdir()
+        worker = subprocess.Popen(
+            pool._all[0].command(str(run_dir)),
+            cwd=run_dir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            pass_fds=leaked,
+        )
+        try:
+            # A cheap request (no torch import): answered only after the worker's start.
+            worker.stdin.write(b'{"id": 1, "method": "loaded_packages", "params": {}}\n')
+            worker.stdin.flush()
+            assert json.loads(worker.stdout.readline())["id"] == 1
+            targets = [os.readlink(f"/proc/{worker.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{worker.pid}/fd")]
+        finally:
+            worker.kill()
+            worker.wait()
+            worker.stdin.close()
+            worker.stdout.close()
+    finally:
+        leaked_file.close()
+        listener.close()
+    assert str(tmp_path / "secret.txt") not in targets and not [t for t in targets if t.startswith("socket:")]
+
+
+def _is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False  # the listing's own descriptor, closed once listed
+    return True
+
+
+def test_close_inherited_keeps_only_what_it_is_told():
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - reports through its exit code
+        try:
+            extra = [os.open(os.devnull, os.O_RDONLY) for _ in range(3)]
+            confine.close_inherited([write_end])
+            remaining = {int(fd) for fd in os.listdir("/proc/self/fd") if _is_open(int(fd))} - {0, 1, 2}
+            ok = remaining == {write_end} and not set(extra) & remaining and not os.get_inheritable(write_end)
+            os.write(write_end, b"ok" if ok else repr(remaining).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        said = answer.read()
+    os.waitpid(child, 0)
+    assert said == b"ok"

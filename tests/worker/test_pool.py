@@ -31,6 +31,7 @@ def test_timeout_kills_the_analysis_and_the_warm_worker_answers_next(own_pool, t
     with pytest.raises(WorkerFailure) as failure:
         analyse(own_pool, tmp_path / "spin.py", "spin", timeout=3)
     assert failure.value.kind == "timeout"
+    assert "more than 3 s of processor time" in failure.value.message
     started = time.monotonic()
     assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []
     # Only the file's own process was killed: no restart (and no torch import) before the next.
@@ -118,3 +119,83 @@ def test_endless_stderr_keeps_the_parent_small(own_pool, tmp_path):
         time.sleep(0.1)
     tail = own_pool._all[0].stderr_tail(200)
     assert len(tail) < 200 * 5000 and "(cut)" in tail
+
+
+def test_a_slowed_down_analysis_keeps_its_full_result(own_pool, tmp_path):
+    """The time limit counts the analysis's processor time, which load does not inflate:
+    a child stopped for longer than the limit (as a loaded machine would starve it), on a
+    file that also sleeps past the limit at import, still gives its whole answer."""
+    import os
+    import signal
+    import threading
+
+    from atenlint.worker.pool import _children
+
+    (tmp_path / "slow.py").write_text(
+        "import time\nimport torch.nn as nn\ntime.sleep(1.5)\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+    )
+    (tmp_path / "fine.py").write_text("x = 1\n")
+    analyse(own_pool, tmp_path / "fine.py", "fine")  # a live warm worker, whose child to stop
+    zygote = own_pool._all[0].process.pid
+    earlier = set(_children(zygote))  # fine.py's child, until the worker has reaped it
+    stopped: list[int] = []
+    done = threading.Event()
+
+    def stop_the_child() -> None:
+        while not done.is_set():
+            children = [child for child in _children(zygote) if child not in earlier]
+            if children:
+                os.kill(children[0], signal.SIGSTOP)
+                stopped.append(children[0])
+                done.wait(3)  # what a starved process goes through, longer than the limit
+                os.kill(children[0], signal.SIGCONT)
+                return
+            done.wait(0.005)
+
+    watcher = threading.Thread(target=stop_the_child)
+    watcher.start()
+    try:
+        answer = analyse(own_pool, tmp_path / "slow.py", "slow", timeout=1)
+    finally:
+        done.set()
+        watcher.join()
+    assert stopped, "the analysis child was never seen"
+    assert [cls["qualname"] for cls in answer["classes"]] == ["Net"], answer
+    assert "import_error" not in answer
+
+
+def test_code_that_waits_without_computing_meets_the_wall_clock_backstop(own_pool, tmp_path):
+    from atenlint.worker.pool import WALL_BACKSTOP
+
+    (tmp_path / "waits.py").write_text("import threading\nthreading.Event().wait()\n")
+    with pytest.raises(WorkerFailure) as failure:
+        analyse(own_pool, tmp_path / "waits.py", "waits", timeout=0.5)
+    assert failure.value.kind == "timeout"
+    assert f"within {0.5 * WALL_BACKSTOP:g} s of wall-clock time" in failure.value.message
+    assert "waiting, not computing" in failure.value.message
+    (tmp_path / "fine.py").write_text("x = 1\n")
+    assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []
+
+
+def test_the_time_limit_counts_only_the_process_of_its_own_request():
+    """A child killed for its limit stays listed, with all its processor time, until the
+    worker reaps it: the next request's limit must not start with that time spent."""
+    import os
+    import subprocess
+    import sys
+
+    from atenlint.worker.pool import _AnalysisClock
+
+    burn = [sys.executable, "-c", "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"]
+    earlier = subprocess.Popen(burn)
+    try:
+        os.waitid(os.P_PID, earlier.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped
+        clock = _AnalysisClock(os.getpid(), 0.4)
+        assert clock.exceeded() == ""
+        later = subprocess.Popen(burn)  # this request's own process
+        os.waitid(os.P_PID, later.pid, os.WEXITED | os.WNOWAIT)
+        assert clock.exceeded() == "used more than 0.4 s of processor time without answering"
+        later.wait()
+    finally:
+        earlier.wait()

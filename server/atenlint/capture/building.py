@@ -21,6 +21,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -37,15 +38,6 @@ CPU_BUILD_MEMORY_MB = int(os.environ.get("ATENLINT_CPU_BUILD_MB", "3072"))
 BUILD_META = "meta"
 BUILD_META_MOVED = "meta-moved"  # built on meta; tensors the constructor made on the CPU moved to meta
 BUILD_CPU = "cpu"  # built on the CPU at the configured sizes (meta could not), then moved to meta
-
-
-class MissingPackage(Exception):
-    """The user's code needs a package that is not installed in the analysing interpreter."""
-
-    def __init__(self, package: str, site: dict[str, Any] | None):
-        super().__init__(package)
-        self.package = package
-        self.site = site
 
 
 def missing_package(error: BaseException, roots: tuple[Any, ...] = ()) -> str | None:
@@ -79,7 +71,7 @@ class CallArguments(tuple[Any, ...]):
 # Functions named in the configuration
 
 
-_FILE_MODULES: dict[str, Any] = {}
+_FILE_MODULES: dict[str, tuple[float, types.ModuleType]] = {}  # path -> (its mtime when read, the module)
 
 
 def load_reference(reference: FunctionReference, base_dir: str | None) -> Callable[..., Any]:

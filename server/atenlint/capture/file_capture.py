@@ -12,10 +12,46 @@ import os
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .. import torchcompat
+from ..worker.protocol import (
+    AnalyseParams,
+    BuildError,
+    CallFacts,
+    CallTree,
+    CapturedOp,
+    ClassAnswer,
+    ClassRequest,
+    CompileAnswer,
+    ErrorInfo,
+    FileAnswer,
+    GraphOptions,
+    ImportFailure,
+    JsonValue,
+    LibraryFacts,
+    Site,
+    captured_op,
+    seen_in,
+    static_params,
+)
+from ..worker.vocabulary import (
+    CAPTURE_SCRIPT,
+    CAPTURE_STATIC,
+    CAPTURE_TRACE,
+    EXPORT_VIEWS,
+    JIT_VIEWS,
+    STATUS_BUILD_FAILED,
+    STATUS_IMPORT_FAILED,
+    STATUS_OK,
+    STATUS_SCRIPT_FAILED,
+    STATUS_STATIC,
+    VIEW_COMPILE,
+    VIEW_DISPATCH,
+    VIEW_SCRIPT,
+)
 from .decompose import UNKNOWN
+from .delegate_view import merged_delegate
 from .loader import (
     BuildFailure,
     BuildRecord,
@@ -27,12 +63,12 @@ from .loader import (
     user_import_context,
 )
 from .paths import is_library_file
-from .script import ScriptFailure, decomposed, script, script_ops
+from .script import ScriptedOp, ScriptFailure, decomposed, script, script_ops
 
-PartialCallback = Callable[[dict[str, Any]], None]
+PartialCallback = Callable[[FileAnswer], None]
 
 
-def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = None) -> dict[str, Any]:
+def capture_file(request: AnalyseParams, on_partial: PartialCallback | None = None) -> FileAnswer:
     """Answer an `analyse` request: {path, module, roots, overlays, classes: {qualname: {init}}}.
 
     Never less than the static pass: when the file cannot be imported, every class of it
@@ -46,15 +82,16 @@ def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = N
     global _request_roots
     started = time.perf_counter()
     path = request["path"]
-    answer: dict[str, Any] = {"path": path, "module": request["module"], "classes": [], "imported": []}
+    imported: list[str] = []
+    answer: FileAnswer = {"path": path, "module": request["module"], "classes": [], "imported": imported}
     _request_roots = list(request.get("roots", []))
     config = request.get("classes", {})
-    candidates = list(config) + list(request.get("candidates", []))
+    candidates = list(config)
     skip = set(request.get("skip", ()))
     devices = tuple(request.get("devices") or ("cpu",))
-    views = tuple(request.get("views") or ("dispatch",))
+    views = tuple(request.get("views") or DISPATCH_ONLY)
     module = None
-    with user_import_context(request.get("roots", []), request.get("overlays", {}), answer["imported"]):
+    with user_import_context(request.get("roots", []), request.get("overlays", {}), imported):
         try:
             module = import_file(request["module"], path)
         except BaseException as error:
@@ -73,7 +110,7 @@ def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = N
                     qualname,
                     cls,
                     module,
-                    _with_factory_hooks(dict(config.get(qualname, {})), qualname),
+                    _with_factory_hooks(ClassRequest(**config.get(qualname, {})), qualname),
                     devices,
                     views,
                     request.get("graph_options"),
@@ -89,12 +126,12 @@ def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = N
                 answer["classes"] = [c.finish() for c in pending]
             else:
                 on_partial(
-                    dict(
-                        answer,
-                        classes=[c.dispatch_only() for c in pending],
-                        partial=True,
-                        seconds=time.perf_counter() - started,
-                    )
+                    {
+                        **answer,
+                        "classes": [c.dispatch_only() for c in pending],
+                        "partial": True,
+                        "seconds": time.perf_counter() - started,
+                    }
                 )
                 for capture in reversed(pending):
                     capture.finish()
@@ -103,29 +140,29 @@ def capture_file(request: dict[str, Any], on_partial: PartialCallback | None = N
         answer["classes"] = _static_file(request, candidates, skip, devices, views, config)
         if on_partial is not None:
             on_partial(
-                dict(
-                    answer,
-                    classes=[_only_views(c, DISPATCH_ONLY) for c in answer["classes"]],
-                    partial=True,
-                    seconds=time.perf_counter() - started,
-                )
+                {
+                    **answer,
+                    "classes": [_only_views(c, DISPATCH_ONLY) for c in answer["classes"]],
+                    "partial": True,
+                    "seconds": time.perf_counter() - started,
+                }
             )
     answer["seconds"] = time.perf_counter() - started
     return answer
 
 
-DISPATCH_VIEW = "dispatch"
+DISPATCH_VIEW = VIEW_DISPATCH
 DISPATCH_ONLY = (DISPATCH_VIEW,)
 
 
-def _only_views(captured: dict[str, Any], views: tuple[str, ...]) -> dict[str, Any]:
+def _only_views(captured: ClassAnswer, views: tuple[str, ...]) -> ClassAnswer:
     """A copy of a class's capture holding only `views` (entries with no tree left dropped)."""
-    ops = []
+    ops: list[CapturedOp] = []
     for entry in captured.get("ops", []):
         trees = {v: t for v, t in (entry.get("trees") or {}).items() if v in views}
         if trees:
-            ops.append(dict(entry, trees=trees))
-    out = dict(captured, ops=ops)
+            ops.append({**entry, "trees": trees})
+    out: ClassAnswer = {**captured, "ops": ops}
     if "covered" in out:
         out["covered"] = [v for v in out["covered"] if v in views]
     if "fallback" in out:
@@ -137,13 +174,13 @@ def _only_views(captured: dict[str, Any], views: tuple[str, ...]) -> dict[str, A
     return out
 
 
-def _drop_fast_paths_off_device(captured: dict[str, Any]) -> None:
+def _drop_fast_paths_off_device(captured: ClassAnswer) -> None:
     """MultiheadAttention's and TransformerEncoderLayer's fast paths run only on CPU and
     CUDA (torch checks the device first): a walk for MPS that could not decide the
     branch must not report them there."""
     from .static import CPU_CUDA_FAST_PATHS
 
-    kept = []
+    kept: list[CapturedOp] = []
     for entry in captured.get("ops", []):
         if entry.get("op") in CPU_CUDA_FAST_PATHS and "mps" in entry.get("devices", ()):
             entry["devices"] = [d for d in entry["devices"] if d != "mps"]
@@ -154,10 +191,10 @@ def _drop_fast_paths_off_device(captured: dict[str, Any]) -> None:
         captured["ops"] = kept
 
 
-_request_roots: list[Any] = []  # the roots of the file being captured, for the static pass to follow imports
+_request_roots: list[str] = []  # the roots of the file being captured, for the static pass to follow imports
 
 
-def _with_factory_hooks(config: dict[str, Any], qualname: str) -> dict[str, Any]:
+def _with_factory_hooks(config: ClassRequest, qualname: str) -> ClassRequest:
     """A class with keyword inputs, or inputs from the factories file, is traced: give the
     trace path an inputs entry to start from (`()` when there are only keyword inputs)."""
     if config.get("inputs"):
@@ -183,13 +220,13 @@ def _with_factory_hooks(config: dict[str, Any], qualname: str) -> dict[str, Any]
 
 
 def _static_file(
-    request: dict[str, Any],
-    candidates: list[Any],
-    skip: set[Any],
-    devices: tuple[Any, ...],
-    views: tuple[Any, ...],
-    config: dict[str, Any],
-) -> list[Any]:
+    request: AnalyseParams,
+    candidates: list[str],
+    skip: set[str],
+    devices: tuple[str, ...],
+    views: tuple[str, ...],
+    config: dict[str, ClassRequest],
+) -> list[ClassAnswer]:
     """Every class of a file that cannot be imported, read from its source."""
     from .static import static_capture
 
@@ -198,16 +235,16 @@ def _static_file(
     text = next((t for p, t in overlays.items() if os.path.abspath(p) == os.path.abspath(path)), None)
     try:
         static = static_capture(
-            {
-                "path": path,
-                "module": request["module"],
-                "text": text,
-                "classes": candidates,
-                "skip": sorted(skip),
-                "devices": list(devices),
-                "views": list(views),
-                "roots": request.get("roots", []),
-            }
+            static_params(
+                path,
+                request["module"],
+                text=text,
+                classes=candidates,
+                skip=sorted(skip),
+                devices=list(devices),
+                views=[v for v in views if v != COMPILE_VIEW],
+                roots=request.get("roots", []),
+            )
         )
     except Exception as error:  # noqa: BLE001 - the import error stays the finding
         return [
@@ -215,23 +252,29 @@ def _static_file(
                 "qualname": name,
                 "name": name.split(".")[-1],
                 "module": f"{request['module']}.{name}",
-                "status": "import_failed",
+                "status": STATUS_IMPORT_FAILED,
                 "ops": [],
                 "static_error": f"{type(error).__name__}: {error}",
             }
             for name in candidates
             if name not in skip
         ]
-    classes: list[dict[str, Any]] = static.get("classes", [])
+    classes = static.get("classes", [])
     for cls in classes:
-        cls.update(status="import_failed", capture="static", ops=_without_export_fast_paths(cls.get("ops", [])))
-        key = (config.get(cls["qualname"]) or {}).get("key")
+        cls["status"], cls["capture"] = STATUS_IMPORT_FAILED, CAPTURE_STATIC
+        cls["ops"] = _without_export_fast_paths(cls.get("ops", []))
+        key = config.get(cls["qualname"], {}).get("key")
         if key:
             cls["key"] = key
+    if COMPILE_VIEW in views:
+        from .compile_static import file_breaks
+
+        for cls, breaks in zip(classes, file_breaks(path, text, [c["qualname"] for c in classes])):
+            cls["compile"] = breaks
     return classes
 
 
-def _import_error(error: BaseException, path: str, roots: list[Any] | None = None) -> dict[str, Any]:
+def _import_error(error: BaseException, path: str, roots: list[str] | None = None) -> ImportFailure:
     """What stopped the import: the type and message, the line of this file that led
     there, and the user's own line where it failed (`site`, perhaps in another file);
     `package` when it is a package that is not installed."""
@@ -248,7 +291,7 @@ def _import_error(error: BaseException, path: str, roots: list[Any] | None = Non
     if line is None and in_file:
         line = in_file[-1].lineno
     user_roots = tuple(os.path.abspath(r) + os.sep for r in (roots or []))
-    site = None
+    site: Site | None = None
     if isinstance(error, SyntaxError) and error.filename and error.lineno:
         site = {"file": os.path.abspath(error.filename), "line": error.lineno, "text": (error.text or "").strip()}
     for frame in reversed(frames):
@@ -258,7 +301,7 @@ def _import_error(error: BaseException, path: str, roots: list[Any] | None = Non
         if frame.filename.startswith("<") or is_library_file(filename):
             continue
         if filename == os.path.abspath(path) or (user_roots and filename.startswith(user_roots)):
-            site = {"file": filename, "line": frame.lineno, "text": (frame.line or "").strip()}
+            site = {"file": filename, "line": frame.lineno or 0, "text": (frame.line or "").strip()}
     return {
         "type": type(error).__name__,
         "message": str(error) or type(error).__name__,
@@ -281,33 +324,33 @@ class _ClassCapture:
         qualname: str,
         cls: type,
         module: Any,
-        config: dict[str, Any],
+        config: ClassRequest,
         devices: tuple[str, ...],
         views: tuple[str, ...],
-        graph_options: dict[str, Any] | None,
+        graph_options: GraphOptions | None,
         budget: InferenceBudget | None = None,
     ):
         self.qualname, self.cls, self.module, self.config = qualname, cls, module, config
         self.devices, self.views, self.graph_options = devices, views, graph_options
         self.budget = budget  # inferred inputs when none are configured (None: never)
         self.instance: Any = None
-        self.build_error: dict[str, Any] | None = None
-        self.build_record: dict[str, Any] = {}
+        self.build_error: BuildError | None = None
+        self.build_record: tuple[str, list[str]] | None = None  # which build worked, what it moved to meta
         self.seconds = 0.0
         self._inputs: Any = _UNSET  # the inputs expression evaluated on meta
-        self._inputs_error: dict[str, Any] | None = None
+        self._inputs_error: ErrorInfo | None = None
         # Inputs atenlint inferred (no `inputs` configured) and saw run: their expression.
         # A failure with them is never a finding (they were a guess): that view falls back.
         self.inferred: str | None = None
         self._deferred = False  # inference waits for TorchScript to fail first
         self._record: BuildRecord | None = None  # this class's build (the inputs' `model`)
-        self._dispatch: tuple[list[dict[str, Any]], Any] | None = None  # entries, trace notes
-        self._dispatch_failure: dict[str, Any] | None = None
+        self._dispatch: tuple[list[CapturedOp], Any] | None = None  # entries, trace notes
+        self._dispatch_failure: ErrorInfo | None = None
         self._scripted: Any = _UNSET
         self._script_failure: ScriptFailure | None = None
         self._script_capture: Any = None
-        self._static: dict[str, Any] | None = None  # the source's capture of every tree view
-        self._final: dict[str, Any] | None = None
+        self._static: ClassAnswer | None = None  # the source's capture of every tree view
+        self._final: ClassAnswer | None = None
 
     # -- the two steps ----------------------------------------------------------------
     def start(self) -> None:
@@ -318,13 +361,13 @@ class _ClassCapture:
 
             set_executorch_changes(self.graph_options["executorch_decompositions"])
         try:
-            self.instance = build(self.cls, self.module, self.config.get("init"), self.config)
+            self.instance = build(self.cls, self.module, self.config.get("init"), dict(self.config))
         except BuildFailure as failure:
-            self.build_error = failure.as_json()
+            self.build_error = cast("BuildError", failure.as_json())  # loader.py's record, untyped there
         record = last_build()
         if record is not None and record.cls is self.cls:
             # which build worked: meta, meta + moved, CPU
-            self.build_record = {"build": record.path, "moved_to_meta": record.moved[:10]}
+            self.build_record = (record.path, record.moved[:10])
             self._record = record
         wants_trees = any(v != SCRIPT_VIEW for v in self.views)
         if self.budget is not None and self.instance is not None and not self.config.get("inputs") and wants_trees:
@@ -333,7 +376,7 @@ class _ClassCapture:
             self._dispatch_trace()
         self.seconds += time.perf_counter() - started
 
-    def dispatch_only(self) -> dict[str, Any]:
+    def dispatch_only(self) -> ClassAnswer:
         """The class's capture as far as the dispatch view goes (the partial answer)."""
         started = time.perf_counter()
         if self.build_error is not None:  # the source's capture, whole, then filtered
@@ -345,38 +388,48 @@ class _ClassCapture:
         self.seconds += time.perf_counter() - started
         return captured
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> ClassAnswer:
         """The class's capture for every view."""
         if self._final is None:
             started = time.perf_counter()
-            self._final = self._decorated(self._assemble(self.views))
+            tree_views = tuple(v for v in self.views if v != COMPILE_VIEW)
+            assembled = self._assemble(tree_views) if tree_views or self.build_error is not None else self._base()
+            self._final = self._decorated(assembled)
+            if COMPILE_VIEW in self.views:  # the slowest view, after every other (and the partial answer)
+                compiled = self._final["compile"] = self._compile()
+                if not tree_views and self.build_error is None:  # how the only view saw the class
+                    self._final["capture"] = CAPTURE_STATIC if compiled.get("source") else CAPTURE_TRACE
+                    if self.inferred is not None and not compiled.get("source"):
+                        self._final["inputs_inferred"] = self.inferred
             self.seconds += time.perf_counter() - started
             self._final["seconds"] = self.seconds
         return self._final
 
     # -- assembling a capture for some views --------------------------------------------
-    def _base(self) -> dict[str, Any]:
+    def _base(self) -> ClassAnswer:
         return {
             "qualname": self.qualname,
             "name": self.cls.__name__,
             "module": f"{self.module.__name__}.{self.qualname}",
-            "status": "ok",
+            "status": STATUS_OK,
             "ops": [],
         }
 
-    def _decorated(self, captured: dict[str, Any]) -> dict[str, Any]:
-        if self.config.get("key"):
-            captured["key"] = self.config["key"]
+    def _decorated(self, captured: ClassAnswer) -> ClassAnswer:
+        key = self.config.get("key")
+        if key:
+            captured["key"] = key
         _drop_fast_paths_off_device(captured)
-        captured.update(self.build_record)
+        if self.build_record is not None:
+            captured["build"], captured["moved_to_meta"] = self.build_record
         captured["seconds"] = self.seconds
         return captured
 
-    def _assemble(self, views: tuple[str, ...]) -> dict[str, Any]:
+    def _assemble(self, views: tuple[str, ...]) -> ClassAnswer:
         result = self._base()
         if self.build_error is not None:
             # Never less than the static pass: what cannot be built is read from its source.
-            result.update(status="build_failed", build_error=self.build_error)
+            result["status"], result["build_error"] = STATUS_BUILD_FAILED, self.build_error
             return self._static_into(result, views)
         tree_views = tuple(v for v in views if v != SCRIPT_VIEW)
         if self._deferred and tree_views and self._script() is None:
@@ -395,22 +448,23 @@ class _ClassCapture:
         self._script_into(result, tree_views, True)
         return result
 
-    def _static_into(self, result: dict[str, Any], views: tuple[str, ...]) -> dict[str, Any]:
+    def _static_into(self, result: ClassAnswer, views: tuple[str, ...]) -> ClassAnswer:
         """The source's capture for `views` (read once, for every view, then filtered)."""
         if self._static is None:
             self._static = _static_fallback(
-                {"qualname": self.qualname, "ops": []},
+                {**self._base(), "status": STATUS_STATIC},
                 self.cls,
                 self.module,
                 self.devices,
-                tuple(v for v in self.views if v != SCRIPT_VIEW),
+                tuple(v for v in self.views if v not in (SCRIPT_VIEW, COMPILE_VIEW)),
             )
         static = _only_views(self._static, views)
         static["ops"] = _without_export_fast_paths(static["ops"])
         if "static_error" in static:
             result["static_error"] = static["static_error"]
             return result
-        result.update(ops=static["ops"], submodules=static.get("submodules", []), capture="static")
+        result["ops"], result["submodules"] = static["ops"], static.get("submodules", [])
+        result["capture"] = CAPTURE_STATIC
         return result
 
     def _script(self) -> Any:
@@ -421,7 +475,7 @@ class _ClassCapture:
                 self._scripted, self._script_failure = None, failure
         return self._scripted
 
-    def _script_into(self, result: dict[str, Any], views: tuple[str, ...], record_failure: bool) -> None:
+    def _script_into(self, result: ClassAnswer, views: tuple[str, ...], record_failure: bool) -> None:
         """Add the scripted graph's calls for `views` to `result` (the source's, when
         TorchScript cannot compile the class); `record_failure`: keep the script error."""
         scripted = self._script()
@@ -429,15 +483,15 @@ class _ClassCapture:
             failure = self._script_failure
             assert failure is not None
             if record_failure:
-                if result.get("capture") == "trace":
+                if result.get("capture") == CAPTURE_TRACE:
                     result["script_error"] = failure.as_json()  # the torchscript verdict; the trace stands
                 else:
-                    result.update(status="script_failed", script_error=failure.as_json())
+                    result["status"], result["script_error"] = STATUS_SCRIPT_FAILED, failure.as_json()
             if views:
-                if result.get("capture") == "trace":
-                    scratch = self._static_into(dict(result, ops=[]), views)
+                if result.get("capture") == CAPTURE_TRACE:
+                    scratch = self._static_into({**result, "ops": []}, views)
                     result["ops"] += scratch.get("ops", [])
-                    result.setdefault("fallback", {}).update({v: "static" for v in views})
+                    result.setdefault("fallback", {}).update({v: CAPTURE_STATIC for v in views})
                 else:
                     self._static_into(result, views)
             return
@@ -447,42 +501,42 @@ class _ClassCapture:
             try:
                 self._script_capture = script_ops(scripted, self.devices)
             except torchcompat.Unavailable:  # no call walk on this torch (in the answer's torch_degraded)
-                if result.get("capture") == "trace":
-                    scratch = self._static_into(dict(result, ops=[]), views)
+                if result.get("capture") == CAPTURE_TRACE:
+                    scratch = self._static_into({**result, "ops": []}, views)
                     result["ops"] += scratch.get("ops", [])
-                    result.setdefault("fallback", {}).update({v: "static" for v in views})
+                    result.setdefault("fallback", {}).update({v: CAPTURE_STATIC for v in views})
                 else:
                     self._static_into(result, views)
                 return
         captured = self._script_capture
         result.setdefault("unresolved_calls", []).extend(captured.unresolved_calls)
         result["submodules"] = sorted(set(result.get("submodules", [])) | set(captured.submodules))
-        merged: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for call in captured.ops:
-            args = _json_args(call.known)
-            key = (call.op, call.sites, repr(args))
-            entry = merged.get(key)
-            if entry is None:
-                entry = merged[key] = {
-                    "op": call.op,
-                    "args": args,
-                    "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in call.sites],
-                    "phases": [],
-                    "devices": [],
-                    "conditional": True,
-                    "trees": {
-                        view: with_library_facts(decomposed(call.op, call.known, view))
-                        for view in _views_reaching(call.op, views)
-                    },
-                }
-            entry["conditional"] = entry["conditional"] and call.conditional
-            phase = "train" if call.training else "eval"
-            for key_name, value in (("phases", phase), ("devices", call.device)):
-                if value not in entry[key_name]:
-                    entry[key_name].append(value)
-        result["ops"] = result.get("ops", []) + list(merged.values())
-        if result.get("capture") == "trace":
-            result.setdefault("fallback", {}).update({v: "script" for v in views})
+        result["ops"] = result.get("ops", []) + _script_entries(captured.ops, views)
+        if result.get("capture") == CAPTURE_TRACE:
+            result.setdefault("fallback", {}).update({v: CAPTURE_SCRIPT for v in views})
+
+    def _compile(self) -> CompileAnswer:
+        """The compile view (capture/dynamo_view.py): Dynamo on real CPU tensors with the
+        example inputs; without inputs, the breaks the source shows for certain."""
+        from .dynamo_view import compile_view
+
+        if self.instance is None or not self._has_inputs() or self._meta_inputs() is None:
+            from .compile_static import source_breaks
+
+            return source_breaks(self.cls)
+        inputs = self._meta_inputs()
+        args = tuple(inputs) if isinstance(inputs, tuple) else (inputs,)
+        kwargs = dict(getattr(inputs, "kwargs", None) or {})
+        real, limit = self._real_inputs(args, kwargs)
+        fullgraph = bool((self.graph_options or {}).get("compile_fullgraph"))
+        answer = compile_view(self.instance, args, kwargs, real, limit, fullgraph)
+        if self.inferred is not None and answer.get("error"):
+            # Guessed inputs the user's code refuses say nothing about the model: the source's
+            # certain breaks stand in (as the other views fall back to the scripted graph).
+            from .compile_static import source_breaks
+
+            return source_breaks(self.cls)
+        return answer
 
     # -- with example inputs ------------------------------------------------------------
     def _has_inputs(self) -> bool:
@@ -549,28 +603,29 @@ class _ClassCapture:
         try:
             traced, notes = trace_ops(self.instance, inputs)
         except TraceFailure as failure:
-            self._dispatch_failure = dict(failure.as_json(), view=DISPATCH_VIEW)
+            self._dispatch_failure = {**cast("ErrorInfo", failure.as_json()), "view": DISPATCH_VIEW}  # trace.py's
         else:
             self._dispatch = (_dispatch_entries(traced, self.devices), notes)
 
-    def _trace(self, result: dict[str, Any], views: tuple[str, ...]) -> dict[str, Any] | None:
+    def _trace(self, result: ClassAnswer, views: tuple[str, ...]) -> ClassAnswer | None:
         """The class captured with its example inputs, each view by its own front end: the
         dispatcher (fake tensors under a dispatch mode) for device backends, `torch.jit.trace`
         for the TorchScript-based converters, `torch.export` for the decomposed-graph ones.
         `covered` lists the views it gave; None (with `trace_error` set) when nothing could
         be traced, so scripting is tried next."""
-        from .graphs import EXPORT_VIEWS, JIT_VIEWS, GraphFailure, GraphFailures, export_graph_ops, jit_graph_ops
+        from .graphs import GraphFailure, GraphFailures, export_graph_ops, jit_graph_ops
 
         inputs = self._meta_inputs()
         if inputs is None:
-            result["trace_error"] = self._inputs_error
+            if self._inputs_error is not None:
+                result["trace_error"] = self._inputs_error
             return None
         instance = self.instance
         args = tuple(inputs) if isinstance(inputs, tuple) else (inputs,)
         kwargs = dict(getattr(inputs, "kwargs", None) or {})
-        ops: list[dict[str, Any]] = []
+        ops: list[CapturedOp] = []
         covered: list[str] = []
-        failures: list[dict[str, Any]] = []
+        failures: list[ErrorInfo] = []
         if DISPATCH_VIEW in views:
             self._dispatch_trace()
             if self._dispatch is not None:
@@ -590,7 +645,7 @@ class _ClassCapture:
                 if wanted is jit_wanted:
                     found = jit_graph_ops(instance, args, kwargs, wanted, *self._real_inputs(args, kwargs))
                 else:
-                    found = export_graph_ops(instance, args, kwargs, wanted, self.graph_options or {})
+                    found = export_graph_ops(instance, args, kwargs, wanted, dict(self.graph_options or {}))
             except GraphFailures as partial:  # some of these views were captured
                 failures += [f.as_json() for f in partial.failures]
                 failed = {f.view for f in partial.failures}
@@ -598,7 +653,7 @@ class _ClassCapture:
                 covered += [v for v in wanted if v not in failed]
                 continue
             except GraphFailure as failure:
-                failures.append(failure.as_json())
+                failures.append(cast("ErrorInfo", failure.as_json()))  # graphs.py's record, untyped there
                 continue
             except Exception as error:  # noqa: BLE001 - a gap of ours: that view falls back
                 failures.append(
@@ -631,7 +686,7 @@ class _ClassCapture:
             return None
         if failures:
             result["graph_errors"] = failures
-        result.update(ops=ops, capture="trace", covered=covered)
+        result["ops"], result["capture"], result["covered"] = ops, CAPTURE_TRACE, covered
         # The classes this trace ran (as the scripted walk lists the ones it went through),
         # so a part that cannot be built on its own is not reported as unanalysed.
         result["submodules"] = sorted(
@@ -701,7 +756,6 @@ def _views_reaching(op: str, views: tuple[str, ...]) -> tuple[str, ...]:
     tracing; TransformerEncoderLayer's is not taken under export either, also under
     no_grad), so the export toolchains (ExecuTorch, the dynamo ONNX exporter, core ATen)
     never see those ops."""
-    from .graphs import EXPORT_VIEWS
     from .static import CPU_CUDA_FAST_PATHS
 
     if op not in CPU_CUDA_FAST_PATHS:
@@ -709,35 +763,20 @@ def _views_reaching(op: str, views: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(v for v in views if v not in EXPORT_VIEWS)
 
 
-def _without_export_fast_paths(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    kept = []
+def _without_export_fast_paths(ops: list[CapturedOp]) -> list[CapturedOp]:
+    kept: list[CapturedOp] = []
     for entry in ops:
         reaching = _views_reaching(entry.get("op", ""), tuple(entry.get("trees") or ()))
         if len(reaching) != len(entry.get("trees") or ()):
             if not reaching:
                 continue
-            entry = dict(entry, trees={v: entry["trees"][v] for v in reaching})
+            entry = {**entry, "trees": {v: entry["trees"][v] for v in reaching}}
         kept.append(entry)
     return kept
 
 
-def capture_class(
-    qualname: str,
-    cls: type,
-    module: Any,
-    config: dict[str, Any],
-    devices: tuple[str, ...],
-    views: tuple[str, ...] = DISPATCH_ONLY,
-    graph_options: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One class: built, then captured for every view its targets judge (`graph_options`:
-    the decomposition tables of the export toolchains, from their installed packages)."""
-    capture = _ClassCapture(qualname, cls, module, config, devices, views, graph_options, InferenceBudget())
-    capture.start()
-    return capture.finish()
-
-
-SCRIPT_VIEW = "script"  # not a tree: the torchscript target's verdict is whether torch.jit.script compiles
+SCRIPT_VIEW = VIEW_SCRIPT  # not a tree: the torchscript target's verdict is whether torch.jit.script compiles
+COMPILE_VIEW = VIEW_COMPILE  # not a tree: the compile target's own record (capture/dynamo_view.py)
 
 
 def _real_inputs(
@@ -762,10 +801,10 @@ def _real_inputs(
     return args, dict(getattr(inputs, "kwargs", None) or {})
 
 
-def _dispatch_entries(traced: list[Any], devices: tuple[Any, ...]) -> list[dict[str, Any]]:
-    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+def _dispatch_entries(traced: list[Any], devices: tuple[str, ...]) -> list[CapturedOp]:
+    merged: dict[tuple[Any, ...], CapturedOp] = {}
     for op in traced:
-        facts = {
+        facts: CallFacts = {
             "dtypes_in": op.dtypes_in,
             "dtypes_out": op.dtypes_out,
             "max_dim": op.max_dim,
@@ -778,50 +817,70 @@ def _dispatch_entries(traced: list[Any], devices: tuple[Any, ...]) -> list[dict[
         key = (op.op, op.sites)
         entry = merged.get(key)
         if entry is None:
-            entry = merged[key] = {
-                "op": op.op,
-                "args": {},
-                "phases": [],
-                "devices": list(devices),
-                "conditional": True,
-                "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in op.sites],
-                "trees": {"dispatch": with_library_facts(op.dispatch)},
-                "facts": {},
-            }
+            entry = merged[key] = captured_op(
+                op.op,
+                [site.as_json(library=is_library_file(site.file)) for site in op.sites],
+                {DISPATCH_VIEW: with_library_facts(op.dispatch)},
+                conditional=True,
+                devices=list(devices),
+                facts={},
+            )
         entry["conditional"] = False  # a trace saw it run
-        _merge_facts(entry["facts"], facts)
-        phase = "train" if op.training else "eval"
-        if phase not in entry["phases"]:
-            entry["phases"].append(phase)
+        _merge_facts(entry.setdefault("facts", {}), facts)
+        seen_in(entry, "train" if op.training else "eval")
     return list(merged.values())
 
 
-def _graph_entries(found: list[Any]) -> list[dict[str, Any]]:
+def _script_entries(calls: list[ScriptedOp], views: tuple[str, ...]) -> list[CapturedOp]:
+    """The scripted graph's calls as captured calls: one entry per
+    overload, sites and constant arguments, with every phase and device that reached it."""
+    merged: dict[tuple[Any, ...], CapturedOp] = {}
+    for call in calls:
+        args = _json_args(call.known)
+        key = (call.op, call.sites, repr(args))
+        entry = merged.get(key)
+        if entry is None:
+            entry = merged[key] = captured_op(
+                call.op,
+                [site.as_json(library=is_library_file(site.file)) for site in call.sites],
+                {
+                    view: with_library_facts(decomposed(call.op, call.known, view))
+                    for view in _views_reaching(call.op, views)
+                },
+                conditional=True,
+                args=args,
+            )
+        entry["conditional"] = entry.get("conditional", True) and call.conditional
+        seen_in(entry, "train" if call.training else "eval", call.device)
+    return list(merged.values())
+
+
+def _graph_entries(found: list[Any]) -> list[CapturedOp]:
     """A toolchain graph's nodes as captured calls: each one is already what that toolchain
     converts, so its tree is the node itself (the views share an entry where they agree)."""
-    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    merged: dict[tuple[Any, ...], CapturedOp] = {}
     for node in found:
         key = (node.op, node.sites)
         entry = merged.get(key)
         if entry is None:
-            entry = merged[key] = {
-                "op": node.op,
-                "args": {},
-                "phases": ["eval"],
-                "devices": [],
-                "conditional": False,
-                "sites": [dict(site.as_json(), library=is_library_file(site.file)) for site in node.sites],
-                "trees": {},
-                "facts": {},
-            }
-        leaf: dict[str, Any] = {"op": node.op, "calls": None, "graph": True}
+            entry = merged[key] = captured_op(
+                node.op,
+                [site.as_json(library=is_library_file(site.file)) for site in node.sites],
+                {},
+                conditional=False,
+                phases=["eval"],
+                facts={},
+            )
+        leaf: CallTree = {"op": node.op, "calls": None, "graph": True}
         if node.library:
             leaf["library"] = node.library
+        if node.delegate:
+            leaf["delegate"] = merged_delegate(entry["trees"].get(node.view), node.delegate)
         entry["trees"][node.view] = leaf
     return list(merged.values())
 
 
-def with_library_facts(tree: dict[str, Any] | None) -> dict[str, Any] | None:
+def with_library_facts(tree: CallTree | None) -> CallTree | None:
     """The tree with what an installed library registered for each of its (non-aten) ops
     (kernels per dispatch key, ONNX symbolics), so every target can judge them; a copy,
     since trees are cached."""
@@ -829,24 +888,27 @@ def with_library_facts(tree: dict[str, Any] | None) -> dict[str, Any] | None:
         return tree
     from .graphs import library_facts
 
-    def copy(node: dict[str, Any]) -> dict[str, Any]:
-        out = dict(node)
+    def copy(node: CallTree) -> CallTree:
+        out: CallTree = {**node}
         if not node["op"].startswith("aten::") and "::" in node["op"]:
-            out["library"] = library_facts(node["op"])
-        if node.get("calls"):
-            out["calls"] = [copy(child) for child in node["calls"]]
+            out["library"] = cast("LibraryFacts", library_facts(node["op"]))  # graphs.py's record, untyped there
+        children = node.get("calls")
+        if children:
+            out["calls"] = [copy(child) for child in children]
         return out
 
     return copy(tree)
 
 
-def _has_library_op(tree: dict[str, Any]) -> bool:
+def _has_library_op(tree: CallTree) -> bool:
     if "::" in tree["op"] and not tree["op"].startswith(("aten::", "prim::")):
         return True
     return any(_has_library_op(child) for child in tree.get("calls") or ())
 
 
-def _merge_facts(into: dict[str, Any], facts: dict[str, Any]) -> None:
+def _merge_facts(facts_so_far: CallFacts, facts: CallFacts) -> None:
+    # Merged key by key, by the kind of value each fact has.
+    into = cast("dict[str, Any]", facts_so_far)
     for key, value in facts.items():
         if isinstance(value, dict) or (key in into and into[key] is None and not isinstance(value, bool)):
             # Shapes hold only when every run of the call agrees on them.
@@ -860,8 +922,8 @@ def _merge_facts(into: dict[str, Any], facts: dict[str, Any]) -> None:
 
 
 def _static_fallback(
-    result: dict[str, Any], cls: type, module: Any, devices: tuple[Any, ...], views: tuple[Any, ...]
-) -> dict[str, Any]:
+    result: ClassAnswer, cls: type, module: Any, devices: tuple[str, ...], views: tuple[str, ...]
+) -> ClassAnswer:
     """The class cannot be built or scripted: read its source instead (never runs it again)."""
     from .static import static_class_from_text
 
@@ -879,11 +941,11 @@ def _static_fallback(
         return result
     result["ops"] = static["ops"]
     result["submodules"] = static.get("submodules", [])
-    result["capture"] = "static"
+    result["capture"] = CAPTURE_STATIC
     return result
 
 
-def _static_roots(path: str, module_name: str) -> list[Any]:
+def _static_roots(path: str, module_name: str) -> list[str]:
     """Where the static pass looks for the project's modules: the folder the module's
     dotted name starts from, then the request's roots."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -893,9 +955,9 @@ def _static_roots(path: str, module_name: str) -> list[Any]:
     return list(dict.fromkeys([folder] + [os.path.abspath(r) for r in _request_roots]))
 
 
-def _json_args(known: dict[str, Any]) -> dict[str, Any]:
+def _json_args(known: dict[str, Any]) -> dict[str, JsonValue]:
     """The constant arguments of a call, where JSON can hold them (for fix conditions)."""
-    out = {}
+    out: dict[str, JsonValue] = {}
     for name, value in known.items():
         if value is UNKNOWN:
             continue

@@ -42,45 +42,26 @@ from typing import Any
 import torch
 
 from .. import torchcompat
+
+# The view names both sides use (the ExecuTorch delegate views included), defined there once.
+from ..worker.vocabulary import (
+    EXPORT_VIEWS,
+    JIT_VIEWS,
+    VIEW_COREML_EXPORT,
+    VIEW_EXECUTORCH,
+    VIEW_EXPORT,
+    VIEW_JIT,
+    VIEW_ONNX_JIT,
+)
 from .decompose import canonical_name
+from .delegate_view import DELEGATE_VIEWS, DelegateUnavailable, delegate_name, delegate_nodes
+from .paths import TORCH_PLUMBING as _PLUMBING
 from .paths import is_library_file
 from .script import Site
 from .trace import _fake_mode, _first_line, _user_site_of
 
-VIEW_JIT = "jit"
-VIEW_ONNX_JIT = "onnx-jit"
-VIEW_EXPORT = "export"
-VIEW_ONNX_EXPORT = "onnx-export"
-VIEW_EXECUTORCH = "executorch-export"
-VIEW_COREML_EXPORT = "coreml-export"
-JIT_VIEWS = (VIEW_JIT, VIEW_ONNX_JIT)
-EXPORT_VIEWS = (VIEW_EXPORT, VIEW_ONNX_EXPORT, VIEW_EXECUTORCH, VIEW_COREML_EXPORT)
-GRAPH_VIEWS = JIT_VIEWS + EXPORT_VIEWS
-
 _ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-# Frames that are torch's own machinery, never "where the op is called".
-_PLUMBING = tuple(
-    os.path.join(_TORCH_DIR, p)
-    for p in (
-        "nn/modules/module.py",
-        "_jit_internal.py",
-        "jit/",
-        "_dynamo/",
-        "_export/",
-        "export/",
-        "fx/",
-        "_ops.py",
-        "utils/_contextlib.py",
-        "_library/",
-        "_subclasses/",
-        "overrides.py",
-        "onnx/",
-        "_functorch/",
-        "utils/_python_dispatch.py",
-        "_compile.py",
-    )
-)
 # The frames that start a capture: everything outside them is the caller, not the model.
 _ENTRY = (
     _ATENLINT_DIR,
@@ -150,6 +131,7 @@ class GraphOp:
     view: str
     sites: tuple[Any, ...]  # Site, outermost first (user frames and the library frames leading to the op)
     library: dict[str, Any] = field(default_factory=dict)  # non-aten ops: the registrations the library made
+    delegate: dict[str, Any] = field(default_factory=dict)  # delegate views: the partitioner's decision
 
 
 # -- fake CPU tensors ------------------------------------------------------------------
@@ -324,7 +306,7 @@ def _tensors_in(value: Any) -> list[Any]:
 
 
 def _is_plumbing(path: str) -> bool:
-    return path.startswith(_PLUMBING) or path.startswith(_ATENLINT_DIR)
+    return path.startswith((*_PLUMBING, _ATENLINT_DIR))
 
 
 def _frames_to_sites(frames: list[tuple[str, int, str]], hints: tuple[str, ...]) -> tuple[Any, ...]:
@@ -467,8 +449,10 @@ def jit_graph_ops(
                 graph = _traced_graph(instance, real_args, real_kwargs)
         except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
             cause = error.__cause__ if isinstance(error, _ExporterFrontEndError) and error.__cause__ else error
+            site = _user_site_of(cause)
+            fails = _trace_itself_fails(instance, real_args, real_kwargs, site)
             failures = [
-                GraphFailure(view, f"{type(cause).__name__}: {_first_line(cause)}", _user_site_of(cause))
+                GraphFailure(view, f"{type(cause).__name__}: {_first_line(cause)}", site, toolchain_fails=fails)
                 for view in wanted
             ]
             raise GraphFailures(failures, []) from None
@@ -480,6 +464,27 @@ def jit_graph_ops(
     if VIEW_ONNX_JIT in wanted:
         found += _jit_ops(_onnx_front_end(graph), VIEW_ONNX_JIT)
     return found
+
+
+def _trace_itself_fails(
+    instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], site: Site | None
+) -> bool:
+    """Whether the real toolchain's trace fails the same way: the error was raised in the
+    user's own code, and the same forward on the same real tensors runs when not traced.
+    Then it is torch.jit.trace's own doing (a size it records as a tensor, passed where a
+    bool is required: Whisper's `is_causal=n_ctx > 1`), which the TorchScript ONNX
+    exporter and coremltools meet with any inputs of these shapes. An error the untraced
+    forward raises too belongs to the inputs, not to the toolchain: not claimed."""
+    if site is None or site.file.startswith("<") or is_library_file(site.file):
+        return False
+    try:
+        with torch.no_grad():
+            instance(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - the forward itself fails on these inputs
+        return False
+    finally:
+        instance.eval()
+    return True
 
 
 class _ExporterFrontEndError(Exception):
@@ -566,10 +571,18 @@ def export_graph_ops(
                 site,
                 toolchain_fails=_export_itself_fails(error, site),
             ) from None
+        delegate_failures: list[GraphFailure] = []
         for view in wanted:
+            if view in DELEGATE_VIEWS:  # one delegate that cannot run must not cost the other views
+                try:
+                    found += _delegate_graph_ops(exported, view)
+                except GraphFailure as failure:
+                    delegate_failures.append(failure)
+                continue
             try:
                 if view == VIEW_EXPORT:
-                    decomposed = exported.run_decompositions()
+                    # = run_decompositions(): torch's default table, built once per process.
+                    decomposed = exported.run_decompositions(torchcompat.export_default_decompositions())
                 elif view == VIEW_COREML_EXPORT:
                     decomposed = exported.run_decompositions({})  # what coremltools' docs ask for
                 elif view == VIEW_EXECUTORCH:
@@ -586,7 +599,34 @@ def export_graph_ops(
                 ) from None
             found += _fx_ops(decomposed.graph_module, view)
     instance.eval()
+    if delegate_failures:
+        raise GraphFailures(delegate_failures, found)
     return found
+
+
+def _delegate_graph_ops(exported: Any, view: str) -> list[GraphOp]:
+    """One delegate view's nodes (capture/delegate_view.py) as graph ops, each located by
+    the stack the edge node keeps, with the partitioner's decision as `delegate` facts.
+    Raises GraphFailure when the partitioner cannot run or to_edge fails."""
+
+    try:
+        nodes = delegate_nodes(exported, delegate_name(view))
+    except DelegateUnavailable as error:
+        raise GraphFailure(view, f"the {delegate_name(view)} partitioner cannot run here: {error}") from None
+    except Exception as error:  # noqa: BLE001 - to_edge or the partitioner failed on this program
+        raise GraphFailure(
+            view, f"to_edge_transform_and_lower: {type(error).__name__}: {_first_line(error)}", _user_site_of(error)
+        ) from None
+    out = []
+    for found in nodes:
+        facts: dict[str, Any] = {"delegated": found.delegated}
+        if found.reasons:
+            facts["reasons"] = list(found.reasons)
+        if found.quantized_only:
+            facts["quantized_only"] = True
+        sites = _frames_to_sites(_fx_frames(found.node), _fx_hints(found.node, found.op))
+        out.append(GraphOp(found.op, view, sites, delegate=facts))
+    return out
 
 
 def _export_itself_fails(error: BaseException, site: Site | None) -> bool:
@@ -648,5 +688,16 @@ def _resolve(name: str) -> Any:
 def _onnx_decomposition_table(names: list[Any]) -> dict[Any, Any]:
     """The dynamo ONNX exporter's decomposition table for the overloads its registry
     implements at the target opset (`names`, from onnxscript's torchlib, read apart)."""
-    registered = {op for op in map(_resolve, names) if op is not None}
-    return torchcompat.onnx_friendly_decompositions(registered)
+    return torchcompat.onnx_friendly_decompositions(_resolved(tuple(names)))
+
+
+_RESOLVED: dict[tuple[Any, ...], frozenset[Any]] = {}
+
+
+def _resolved(names: tuple[Any, ...]) -> frozenset[Any]:
+    """The overloads of these names, resolved once per process (every class of a request
+    and every request asks for the same few hundred)."""
+    found = _RESOLVED.get(names)
+    if found is None:
+        found = _RESOLVED[names] = frozenset(op for op in map(_resolve, names) if op is not None)
+    return found

@@ -3,7 +3,7 @@
 Runs inside the worker, on a class already built on meta. The candidates come, in a fixed
 order, from:
 
-1. the suggestion `--add-inputs` would write (`inputs_suggest.py`: type hints, jaxtyping
+1. the suggestion `--add-inputs` would write (`input_hints.py`: type hints, jaxtyping
    dimensions, documented shapes, the first layer's literal sizes), when the signature
    says what forward takes;
 2. the built instance: the layer `forward` first hands each parameter to (`self.conv(x)`,
@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from ..inputs_suggest import annotation_kind, documented_shapes, suggest_inputs, unpacked_rank
+from ..input_hints import annotation_kind, documented_shapes, suggest_inputs, unpacked_rank
 from ..python_parse import parse_module
 
 MAX_CANDIDATES = 8

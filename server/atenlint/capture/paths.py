@@ -25,3 +25,37 @@ LIBRARY_PREFIXES = _library_prefixes()
 
 def is_library_file(path: str) -> bool:
     return path.startswith("<") or os.path.abspath(path).startswith(LIBRARY_PREFIXES)
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# torch's own machinery (dispatch, tracing, export, decomposition, module call plumbing):
+# never "where the op is called". A frame here is skipped when a stack is read back to the
+# user's call, by the dispatcher trace (trace.py) and by the toolchain graphs (graphs.py)
+# alike; a torch frame not listed (`nn/functional.py`) stays, as a library site.
+TORCH_PLUMBING = tuple(
+    os.path.join(_TORCH_DIR, p)
+    for p in (
+        "_compile.py",
+        "_decomp/",
+        "_dynamo/",
+        "_export/",
+        "_functorch/",
+        "_jit_internal.py",
+        "_library/",
+        "_meta_registrations.py",
+        "_ops.py",
+        "_prims_common/",
+        "_refs/",
+        "_subclasses/",
+        "_tensor.py",
+        "export/",
+        "fx/",
+        "jit/",
+        "nn/modules/module.py",
+        "onnx/",
+        "overrides.py",
+        "utils/_contextlib.py",
+        "utils/_python_dispatch.py",
+        "utils/_stats.py",
+    )
+)

@@ -25,13 +25,23 @@ import textwrap
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from .. import torchcompat
 from ..python_parse import parse_module
+from ..worker import protocol
+from ..worker.vocabulary import (
+    JIT_VIEWS,
+    VIEW_COREML_EXPORT,
+    VIEW_DISPATCH,
+    VIEW_EXECUTORCH,
+    VIEW_EXPORT,
+    VIEW_ONNX_EXPORT,
+)
 from .decompose import UNKNOWN, call_tree, resolve_overload
+from .export_decompose import export_tree
 from .paths import is_library_file
 
 _SITE_RE = re.compile(r"# (?P<file>.+):(?P<line>\d+):(?P<col>\d+)\s*$")
@@ -72,8 +82,9 @@ class Site:
     # may have (the op, the library function or submodule it went through), to pick it.
     hint: tuple[Any, ...] = ()
 
-    def as_json(self) -> dict[str, Any]:
-        out = {
+    def as_json(self, library: bool | None = None) -> protocol.Site:
+        """The protocol's record (`library`: the site is inside an installed library)."""
+        out: protocol.Site = {
             "file": self.file,
             "line": self.line,
             "col": self.col,
@@ -82,7 +93,9 @@ class Site:
             "exact": self.exact,
         }
         if self.hint:
-            out["hint"] = list(self.hint)
+            out["hint"] = [str(h) for h in self.hint]
+        if library is not None:
+            out["library"] = library
         return out
 
 
@@ -110,7 +123,7 @@ class ScriptFailure(Exception):
         self.site = site
         self.full_text = full_text
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> protocol.ErrorInfo:
         return {"message": self.message, "site": self.site.as_json() if self.site else None, "details": self.full_text}
 
 
@@ -664,11 +677,11 @@ def script_ops(scripted: Any, devices: tuple[str, ...] = ("cpu",)) -> ScriptCapt
     return ScriptCapture(found, sorted(unresolved), sorted(seen))
 
 
-_TREE_CACHE: dict[tuple[Any, ...], dict[str, Any]] = {}
+_TREE_CACHE: dict[tuple[Any, ...], protocol.CallTree] = {}
 _FUNCTION_WALKS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
-def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> dict[str, Any]:
+def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> protocol.CallTree:
     """The call tree for one scripted call, cached by overload and constant arguments.
 
     view "dispatch": what a device backend's dispatcher is asked for (composites expanded
@@ -676,42 +689,40 @@ def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> d
     produces (the dynamo ONNX target tells the tables apart by each node's `via`); the
     TorchScript views ("jit", "onnx-jit"): the call itself, as `torch.jit.trace` records it.
     """
-    if view in _TRACE_VIEWS:
+    if view in JIT_VIEWS:
         return traced_tree(op_name, known)
-    if view not in ("dispatch", "export", "onnx-export", "executorch-export", "coreml-export"):
+    if view not in (VIEW_DISPATCH, VIEW_EXPORT, VIEW_ONNX_EXPORT, VIEW_EXECUTORCH, VIEW_COREML_EXPORT):
         return {"op": op_name, "calls": None}
-    if view == "coreml-export":
+    if view == VIEW_COREML_EXPORT:
         return {"op": op_name, "calls": None}  # run_decompositions({}) keeps what the script calls
-    if view == "onnx-export":
-        view = "export"
+    if view == VIEW_ONNX_EXPORT:
+        view = VIEW_EXPORT
     key = (op_name, _freeze(known), view)
     tree = _TREE_CACHE.get(key)
     if tree is None:
         qualified, _, overload = op_name.partition(".")
         resolved = resolve_overload(qualified, overload)
+        found: protocol.CallTree | None
         if resolved is None:
-            tree = None
-        elif view in ("export", "executorch-export"):
-            from .export_decompose import export_tree
-
-            tree = export_tree(resolved, known, executorch=view == "executorch-export")
+            found = None
+        # decompose.py's nodes (`Node`) are CallTree records built key by key: typed here,
+        # where they join the answer.
+        elif view in (VIEW_EXPORT, VIEW_EXECUTORCH):
+            found = cast("protocol.CallTree", export_tree(resolved, known, executorch=view == VIEW_EXECUTORCH))
         else:
-            tree = call_tree(resolved, known)
-        if tree is None:
-            tree = {"op": op_name, "calls": None, "undecomposed": True}
+            found = cast("protocol.CallTree", call_tree(resolved, known))
+        tree = found if found is not None else {"op": op_name, "calls": None, "undecomposed": True}
         _TREE_CACHE[key] = tree
     return tree
 
 
-# The views whose toolchain converts a torch.jit.trace graph (TorchScript ONNX exporter, coremltools).
-_TRACE_VIEWS = ("jit", "onnx-jit")
 # A trace records `chunk` with constant arguments, unpacked: the fuser canonicalisation both
 # toolchains run first (`_optimize_graph`, coremltools' `_expand_and_optimize_ir`) makes it
 # `prim::ConstantChunk`, which both convert (a trace's prim nodes are never judged).
 _CANONICALISED = {"aten::chunk": "prim::ConstantChunk"}
 
 
-def traced_tree(op_name: str, known: dict[str, Any]) -> dict[str, Any]:
+def traced_tree(op_name: str, known: dict[str, Any]) -> protocol.CallTree:
     """A scripted call as `torch.jit.trace` records it, for the toolchains that convert a
     trace: the call itself, except for ops torch's tracer does not record (`conv2d`,
     `conv_transpose2d`: a trace holds the `aten::_convolution` they call, which
@@ -738,13 +749,14 @@ def traced_tree(op_name: str, known: dict[str, Any]) -> dict[str, Any]:
     return tree
 
 
-def _recorded(calls: list[dict[str, Any]], untraced: frozenset[str]) -> list[dict[str, Any]]:
+def _recorded(calls: list[protocol.CallTree], untraced: frozenset[str]) -> list[protocol.CallTree]:
     """The calls a trace records: an unrecorded op is replaced by what it calls."""
-    out: list[dict[str, Any]] = []
+    out: list[protocol.CallTree] = []
     for node in calls:
         name = node["op"].partition("::")[2].split(".")[0]
-        if name in untraced and node.get("calls"):
-            out.extend(_recorded(node["calls"], untraced))
+        children = node.get("calls")
+        if name in untraced and children:
+            out.extend(_recorded(children, untraced))
         else:
             out.append({"op": node["op"], "calls": None})
     return out

@@ -34,9 +34,12 @@ from .. import torchcompat
 from ..ast_names import dotted_name
 from ..python_parse import parse_module
 from ..script_typing import widen_int_literals, widen_int_literals_by_types
+from ..worker.protocol import CapturedOp, ClassAnswer, FileAnswer, StaticParams, captured_op, seen_in
+from ..worker.vocabulary import JIT_VIEWS, STATUS_STATIC, VIEW_COMPILE, VIEW_DISPATCH
+from .compile_static import class_breaks, disabled_functions
 from .decompose import resolve_overload
 from .paths import is_library_file
-from .script import _TRACE_VIEWS, Site, _Walker, decomposed, script_ops
+from .script import Site, _Walker, decomposed, script_ops
 from .static_flow import ROOT, TENSOR, Context, Facts, Flow, class_attributes
 
 # Fast paths torch takes only on CPU/CUDA (a device check in MultiheadAttention and
@@ -47,25 +50,20 @@ _TORCH_ROOTS = {"torch"}
 _PLACEHOLDER_INTS = (8, 1, 2)
 _MAX_FOLLOW_DEPTH = 12
 _WRAPPER_FILE = "<atenlint-static>"
-
-
-@dataclass
-class StaticCall:
-    site: Site  # the user's expression
-    ops: list[Any]  # [(op, known, library sites, conditional)]
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass
 class _Names:
     """What names mean in the user's file: imports and module-level definitions."""
 
-    aliases: dict[str, Any] = field(
-        default_factory=dict
-    )  # local name -> dotted torch path ("F" -> "torch.nn.functional")
-    functions: dict[str, Any] = field(default_factory=dict)  # module-level function name -> FunctionDef
-    classes: dict[str, Any] = field(default_factory=dict)  # class name -> ClassDef
-    imported: dict[str, Any] = field(default_factory=dict)  # local name -> (absolute module, attribute) of the project
-    modules: dict[str, Any] = field(default_factory=dict)  # local name -> absolute module of the project
+    # local name -> dotted torch path ("F" -> "torch.nn.functional")
+    aliases: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, FunctionNode] = field(default_factory=dict)  # module level
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    # local name -> (absolute module, attribute) of the project
+    imported: dict[str, tuple[str, str]] = field(default_factory=dict)
+    modules: dict[str, str] = field(default_factory=dict)  # local name -> absolute module of the project
 
 
 def _collect_names(tree: ast.Module, package: str = "") -> _Names:
@@ -487,7 +485,7 @@ class _Project:
     """The user's files the static pass may read (never import) to follow calls across
     modules: `from ..ops import step_mask`, `from . import blocks; blocks.Residual(16)`."""
 
-    def __init__(self, roots: list[Any], devices: tuple[str, ...], texts: dict[str, Any] | None = None):
+    def __init__(self, roots: list[str], devices: tuple[str, ...], texts: dict[str, str] | None = None):
         self.roots = [os.path.abspath(r) for r in roots]
         self.devices = devices
         self.texts = {os.path.abspath(p): t for p, t in (texts or {}).items()}
@@ -549,7 +547,7 @@ class _FileAnalysis:
         self._replayers: dict[str, _Replayer] = {}
         self._facts: dict[tuple[str | None, str | None], Facts] = {}
         # Names bound to modules that are not torch (np, math): calls on them are not tensor ops.
-        self.module_names: dict[str, Any] = {}
+        self.module_names: dict[str, str] = {}
         for node in tree.body:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -609,9 +607,10 @@ class _FileAnalysis:
                 return self.project.definition(f"{module}.{attr}", node.attr)
         return None
 
-    def _methods(self, cls: ast.ClassDef) -> dict[str, Any]:
-        """Methods by name, bases first (bases defined anywhere in the project)."""
-        methods: dict[str, Any] = {}
+    def _methods(self, cls: ast.ClassDef) -> dict[str, tuple[_FileAnalysis, FunctionNode]]:
+        """Methods by name, bases first (bases defined anywhere in the project), each with
+        the file that defines it."""
+        methods: dict[str, tuple[_FileAnalysis, FunctionNode]] = {}
         for base in cls.bases:
             found = self.resolve(base)
             owner, base_cls = found if found is not None else (self, None)
@@ -626,10 +625,10 @@ class _FileAnalysis:
                 methods[node.name] = (self, node)
         return methods
 
-    def _submodules(self, cls: ast.ClassDef) -> dict[str, Any]:
+    def _submodules(self, cls: ast.ClassDef) -> dict[str, list[tuple[_FileAnalysis, ast.Call]]]:
         """`self.name = <constructor call>` in __init__: name -> [(analysis, call)], every
         branch's choice (`RMSNorm(d) if cfg.rms else LayerNorm(d)` in an if/else)."""
-        found: dict[str, list[Any]] = {}
+        found: dict[str, list[tuple[_FileAnalysis, ast.Call]]] = {}
         init = self._methods(cls).get("__init__")
         if init is None:
             return found
@@ -834,7 +833,7 @@ def _in_context(ops: list[Any], context: Context) -> list[Any]:
     return kept
 
 
-def static_capture(request: dict[str, Any]) -> dict[str, Any]:
+def static_capture(request: StaticParams) -> FileAnswer:
     """Answer a `static` request: {path, module, text, classes, skip, devices, views}.
     The file is parsed, never imported."""
     path = os.path.abspath(request["path"])
@@ -842,21 +841,27 @@ def static_capture(request: dict[str, Any]) -> dict[str, Any]:
     if text is None:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
-    answer: dict[str, Any] = {"path": path, "module": request["module"], "classes": [], "imported": []}
+    answer: FileAnswer = {"path": path, "module": request["module"], "classes": [], "imported": []}
     try:
         tree = parse_module(text, filename=path)
     except SyntaxError:
         return answer  # the parent reports syntax errors itself
     devices = tuple(request.get("devices") or ("cpu",))
-    views = tuple(request.get("views") or ("dispatch",))
+    views = tuple(request.get("views") or (VIEW_DISPATCH,))
     project = _Project(request.get("roots") or [os.path.dirname(path)], devices, {path: text})
     analysis = _FileAnalysis(path, tree, project, request["module"].rpartition(".")[0], request["module"])
     wanted = set(request.get("classes") or [])
     skip = set(request.get("skip") or [])
+    # The compile view is not a call tree: its source-read graph breaks are their own record.
+    tree_views = tuple(v for v in views if v != VIEW_COMPILE)
+    disabled = disabled_functions(tree) if VIEW_COMPILE in views else frozenset()
     for name, cls in analysis.names.classes.items():
         if (wanted and name not in wanted) or name in skip or not _defines_forward(analysis, cls):
             continue
-        answer["classes"].append(static_class(analysis, cls, request["module"], views))
+        found = static_class(analysis, cls, request["module"], tree_views)
+        if VIEW_COMPILE in views:
+            found["compile"] = class_breaks(cls, path, disabled=disabled)
+        answer["classes"].append(found)
     return answer
 
 
@@ -876,22 +881,28 @@ def static_class_from_text(
     text: str,
     module: str,
     qualname: str,
-    devices: tuple[Any, ...],
-    views: tuple[Any, ...],
-    roots: list[Any] | None = None,
-) -> dict[str, Any]:
+    devices: tuple[str, ...],
+    views: tuple[str, ...],
+    roots: list[str] | None = None,
+) -> ClassAnswer:
     """The static capture of one class (the fallback when scripting fails)."""
     tree = parse_module(text, filename=path)
     project = _Project(roots or [os.path.dirname(path)], devices, {path: text})
     analysis = _FileAnalysis(os.path.abspath(path), tree, project, module.rpartition(".")[0], module)
     cls = analysis.names.classes.get(qualname.split(".")[-1])
     if cls is None:
-        return {"qualname": qualname, "name": qualname, "module": f"{module}.{qualname}", "status": "static", "ops": []}
+        return {
+            "qualname": qualname,
+            "name": qualname,
+            "module": f"{module}.{qualname}",
+            "status": STATUS_STATIC,
+            "ops": [],
+        }
     return static_class(analysis, cls, module, views)
 
 
-def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views: tuple[Any, ...]) -> dict[str, Any]:
-    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views: tuple[str, ...]) -> ClassAnswer:
+    merged: dict[tuple[Any, ...], CapturedOp] = {}
     analysis.project.followed_classes = set()
     calls = analysis.class_calls(cls)
     for site, scripted_ops in calls:
@@ -902,27 +913,22 @@ def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views:
             if entry is None:
                 # A call under `torch.jit.is_tracing()` reaches only the trace views (or, under
                 # its negation, only the others).
-                reaching = tuple(v for v in views if op.traced is None or (v in _TRACE_VIEWS) == op.traced)
+                reaching = tuple(v for v in views if op.traced is None or (v in JIT_VIEWS) == op.traced)
                 if not reaching:
                     continue
-                entry = merged[key] = {
-                    "op": op.op,
-                    "args": {},
-                    "phases": [],
-                    "devices": [],
-                    "conditional": True,
-                    "sites": [dict(s.as_json(), library=is_library_file(s.file) and s is not site) for s in sites],
-                    "trees": {view: decomposed(op.op, op.known, view) for view in reaching},
-                }
-            entry["conditional"] = entry["conditional"] and op.conditional
-            for key_name, value in (("phases", "train" if op.training else "eval"), ("devices", op.device)):
-                if value not in entry[key_name]:
-                    entry[key_name].append(value)
+                entry = merged[key] = captured_op(
+                    op.op,
+                    [s.as_json(library=is_library_file(s.file) and s is not site) for s in sites],
+                    {view: decomposed(op.op, op.known, view) for view in reaching},
+                    conditional=True,
+                )
+            entry["conditional"] = entry.get("conditional", True) and op.conditional
+            seen_in(entry, "train" if op.training else "eval", op.device)
     return {
         "qualname": cls.name,
         "name": cls.name,
         "module": f"{module}.{cls.name}",
-        "status": "static",
+        "status": STATUS_STATIC,
         "ops": list(merged.values()),
         "submodules": sorted(analysis.project.followed_classes),
     }

@@ -59,33 +59,6 @@ _JAXTYPING = {
     "UInt8",
     "Bool",
 }
-_OTHER_ANNOTATIONS = {
-    "dict",
-    "Dict",
-    "list",
-    "List",
-    "tuple",
-    "Tuple",
-    "str",
-    "int",
-    "float",
-    "bool",
-    "set",
-    "Set",
-    "Mapping",
-    "Sequence",
-    "Iterable",
-    "Callable",
-    "Any",
-    "ndarray",
-    "array",
-    "Module",
-    "DefaultDict",
-    "OrderedDict",
-    "MutableMapping",
-    "bytes",
-    "None",
-}
 # Tensor methods no dict, list, str, numpy array or typical user class has: calling one
 # says the receiver is a tensor.
 _TENSOR_ONLY_METHODS = {
@@ -374,13 +347,12 @@ class Facts:
 
     torch_path: Any  # callable(node) -> dotted torch path or None
     resolve_torch: Any  # callable(path) -> torch object or None
-    module_names: dict[str, Any] = field(
-        default_factory=dict
-    )  # local name -> non-torch module it is bound to (np -> numpy)
+    module_names: dict[str, str] = field(default_factory=dict)  # local name -> non-torch module (np -> numpy)
     project_names: set[Any] = field(default_factory=set)  # the project's classes and functions imported here
-    functions: dict[str, Any] = field(default_factory=dict)  # module-level FunctionDefs (`exists`, `default`)
-    attributes: dict[str, Any] = field(default_factory=dict)  # self.<name> -> kind, from __init__
-    layers: dict[str, Any] = field(default_factory=dict)  # self.<name> -> torch layer class name
+    # module-level functions (`exists`, `default`)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict)  # self.<name> -> kind, from __init__
+    layers: dict[str, str] = field(default_factory=dict)  # self.<name> -> torch layer class name
 
 
 # ---------------------------------------------------------------------------
@@ -454,7 +426,7 @@ class Kinds:
         self.facts = facts
         self.names: dict[str, str | None] = {}
         arguments = getattr(function, "args", None)
-        votes: dict[str, set[Any]] = {}
+        votes: dict[str, set[str]] = {}
         if arguments is not None:
             documented = documented_tensors(function) if isinstance(function, ast.FunctionDef) else set()
             for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
@@ -482,7 +454,7 @@ class Kinds:
                 round_votes.setdefault(name, set()).add(OTHER)
             self.names = _resolve(round_votes)
 
-    def _bind(self, node: ast.AST, votes: dict[str, Any]) -> None:
+    def _bind(self, node: ast.AST, votes: dict[str, set[str]]) -> None:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
@@ -669,7 +641,7 @@ def _container_evidence(body: list[Any]) -> set[Any]:
     return found
 
 
-def _resolve(votes: dict[str, Any]) -> dict[str, Any]:
+def _resolve(votes: dict[str, set[str]]) -> dict[str, str | None]:
     """One kind per name where every piece of evidence agrees; unsure (None) otherwise."""
     return {name: (next(iter(kinds)) if len(kinds) == 1 else None) for name, kinds in votes.items()}
 
@@ -730,9 +702,11 @@ def _walk_body(body: list[Any]) -> Iterator[ast.AST]:
         yield from ast.walk(statement)
 
 
-def class_attributes(init: ast.FunctionDef | None, facts: Facts) -> tuple[dict[str, Any], dict[str, Any]]:
+def class_attributes(
+    init: ast.FunctionDef | ast.AsyncFunctionDef | None, facts: Facts
+) -> tuple[dict[str, str], dict[str, str]]:
     """From __init__: self.<name> -> TENSOR/OTHER, and self.<name> -> torch layer class name."""
-    kinds: dict[str, set[Any]] = {}
+    kinds: dict[str, set[str]] = {}
     layers: dict[str, str] = {}
     if init is None:
         return {}, {}
@@ -1024,7 +998,7 @@ def _constant(node: ast.AST) -> Any:
         return _UNKNOWN
 
 
-def _is_not_none_helper(function: ast.FunctionDef) -> bool:
+def _is_not_none_helper(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """`def exists(val): return val is not None`."""
     body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or len(function.args.args) != 1:

@@ -26,34 +26,11 @@ from .. import torchcompat
 from ..torchcompat import TorchDispatchMode
 from .decompose import canonical_name, dispatch_expanding
 from .device_composites import kept_composite
+from .paths import TORCH_PLUMBING as _PLUMBING
 from .paths import is_library_file
 from .script import Site
 
 _ATENLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-# torch's own dispatch plumbing: never "where the op is called".
-_PLUMBING = tuple(
-    os.path.join(_TORCH_DIR, p)
-    for p in (
-        "_ops.py",
-        "utils/_python_dispatch.py",
-        "_compile.py",
-        "_subclasses/",
-        "fx/",
-        "_prims_common/",
-        "_refs/",
-        "_decomp/",
-        "_meta_registrations.py",
-        "_tensor.py",
-        "overrides.py",
-        "utils/_contextlib.py",
-        "nn/modules/module.py",
-        "_jit_internal.py",
-        "_dynamo/",
-        "utils/_stats.py",
-        "_library/",
-    )
-)
 _LIFTS = {torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.lift.default}
 
 

@@ -64,7 +64,10 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         help="use this pyproject.toml / TOML file instead of the nearest pyproject.toml of each file",
     )
     parser.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="per-file limit for importing and analysing (default 60)"
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per-file processor-time limit for importing and analysing (default 60; load does not count)",
     )
     parser.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes (default: up to 2)")
     parser.add_argument(

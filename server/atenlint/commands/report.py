@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -42,9 +43,11 @@ def build(engine: Engine, paths: list[str]) -> dict[str, Any]:
     captures = [engine.capture(path) for path in _files(paths)]
     findings = engine.findings(captures)
     aggregates: dict[str, dict[str, dict[str, VerdictAggregate]]] = {}
+    coverage: dict[str, dict[str, DelegateCoverage]] = {}
     for capture in captures:
         targets = engine.targets_for(capture.settings)
         for occurrence in capture.occurrences:
+            _count_delegated(coverage.setdefault(occurrence.module, {}), targets, occurrence.op, occurrence.trees)
             by_target = aggregates.setdefault(occurrence.module, {}).setdefault(occurrence.op, {})
             for target in targets:
                 problems = problems_for(target, occurrence)
@@ -58,13 +61,14 @@ def build(engine: Engine, paths: list[str]) -> dict[str, Any]:
             },
             "suggestions": [],
             "notes": [],
+            "delegates": coverage.get(module, {}),
         }
         for module, ops in aggregates.items()
     }
     for finding in findings:
         if finding.module is None:
             continue
-        report = modules.setdefault(finding.module, {"ops": {}, "suggestions": [], "notes": []})
+        report = modules.setdefault(finding.module, {"ops": {}, "suggestions": [], "notes": [], "delegates": {}})
         start = finding.range.start
         line = (
             f"{finding.path}:{start.line + 1}:{start.character + 1} [{finding.target or 'atenlint'}] "
@@ -78,10 +82,63 @@ def build(engine: Engine, paths: list[str]) -> dict[str, Any]:
     return {"torch": engine.torch_version, "modules": dict(sorted(modules.items()))}
 
 
+class DelegateCoverage(TypedDict):
+    """How much of a module's edge program one ExecuTorch delegate takes (its partitioner's
+    own decision per node): all op nodes, and the FLOP-heavy ones."""
+
+    nodes: int
+    taken: int
+    heavy_nodes: int
+    heavy_taken: int
+
+
 class ModuleReport(TypedDict):
     ops: dict[str, dict[str, dict[str, Any]]]  # op -> target -> SiteVerdict.as_json()
     suggestions: list[str]
     notes: list[str]
+    delegates: dict[str, DelegateCoverage]  # executorch:<delegate> target -> coverage
+
+
+# The ops that carry a model's arithmetic (convolutions, matrix products, attention): where
+# a delegate earns its keep. Matched on the overload's base name.
+_FLOP_HEAVY = re.compile(
+    r"^(convolution|conv\w*|_convolution|linear|addmm|mm|bmm|baddbmm|matmul|"
+    r"_?scaled_dot_product\w*|_scaled_mm|multi_head_attention\w*|_native_multi_head_attention)$"
+)
+
+
+def flop_heavy(op: str) -> bool:
+    return _FLOP_HEAVY.match(op.partition("::")[2].split(".", 1)[0]) is not None
+
+
+def _count_delegated(into: dict[str, DelegateCoverage], targets: list[Any], op: str, trees: Any) -> None:
+    for target in targets:
+        if not target.tree_view.startswith("executorch:"):
+            continue
+        tree = trees.get(target.tree_view)
+        facts = tree.get("delegate") if tree else None
+        if not facts:
+            continue  # no delegate view for this call (a scripted stand-in): not counted
+        nodes = int(facts.get("nodes", 1))
+        taken = int(facts.get("taken", nodes if facts.get("delegated") else 0))
+        counts = into.setdefault(target.name, {"nodes": 0, "taken": 0, "heavy_nodes": 0, "heavy_taken": 0})
+        counts["nodes"] += nodes
+        counts["taken"] += taken
+        if flop_heavy(op):
+            counts["heavy_nodes"] += nodes
+            counts["heavy_taken"] += taken
+
+
+def coverage_line(target: str, counts: DelegateCoverage) -> str:
+    """`executorch:xnnpack takes 3 of 5 nodes (60%); FLOP-heavy (...): 2 of 3 (67%)`."""
+
+    def share(taken: int, total: int, noun: str = "") -> str:
+        return f"{taken} of {total}{noun} ({100 * taken / total:.0f}%)" if total else f"none{noun}"
+
+    return (
+        f"{target} takes {share(counts['taken'], counts['nodes'], ' nodes')}; "
+        f"FLOP-heavy (conv, linear, matmul, attention): {share(counts['heavy_taken'], counts['heavy_nodes'])}"
+    )
 
 
 def _verdicts(entry: dict[str, dict[str, Any]]) -> dict[str, SiteVerdict]:
@@ -112,6 +169,8 @@ def text(report: dict[str, Any], targets: list[str]) -> str:
                 doubtful = verdict.status == CONDITIONAL or verdict.severity in ("information", "hint")
                 mark = "+ Maybe unsupported op" if doubtful else "+ Unsupported op"
                 lines.append(f"  {mark} [{target}]: {op} -> {', '.join(verdict.ops)} ({verdict.code})")
+        for target, counts in data.get("delegates", {}).items():
+            lines.append(f"  Delegate coverage: {coverage_line(target, counts)}")
         if data["suggestions"] or data["notes"]:
             lines.append("Suggestions")
             lines.extend(f"  {s}" for s in data["suggestions"] + data["notes"])
@@ -125,6 +184,9 @@ def markdown(report: dict[str, Any], targets: list[str]) -> str:
         lines += [f"#### `{module}`", ""]
         lines += verdict_table(
             ["op"], targets, [([f"`{op}`"], _verdicts(entry)) for op, entry in sorted(data["ops"].items())]
+        )
+        lines += section(
+            "Delegate coverage", [coverage_line(t, c) for t, c in data.get("delegates", {}).items()], level=5
         )
         lines += section("Suggestions", [s.strip() for s in data["suggestions"] + data["notes"]], level=5)
         lines.append("")

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..config import Settings
-from ..targets import build_target, names
+from ..targets import build_target, mps_history, names
 from ..targets.registry_data import RegistryUnavailable, load
 from ..worker.protocol import check_hello
 from .common import EXIT_CLEAN, EXIT_INTERNAL, UsageError
@@ -53,16 +53,22 @@ def run(args: argparse.Namespace) -> int:
             print(f"atenlint: {error}", file=sys.stderr)
             return EXIT_INTERNAL
     containment = dict(engine.hello.get("containment") or {})
+    # The MPS history (the "supported on MPS from torch X" notes) is shipped data, not read
+    # from the installed torch: say which wheels it was read from.
+    history = mps_history.built_from()
     if args.format == "json":
-        json.dump({"torch": engine.torch_version, "targets": rows, "containment": containment}, sys.stdout, indent=2)
+        listing = {"torch": engine.torch_version, "targets": rows, "containment": containment, "mps_history": history}
+        json.dump(listing, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_CLEAN
+    width = max([12, *(len(row["target"]) for row in rows)])  # `executorch:xnnpack` is longer than most
     for row in rows:
         mark = "available" if row["available"] else "unavailable"
-        print(f"{row['target']:<12} {mark:<12} {row['description']}")
+        print(f"{row['target']:<{width}} {mark:<12} {row['description']}")
         for key, value in row["data"].items():
-            print(f"{'':<12} {key}: {value}")
+            print(f"{'':<{width}} {key}: {value}")
     print("onnx:N       ONNX at opset N (e.g. onnx:17); `--target a,b` judges several at once")
+    print(f'MPS history ("supported on MPS from" notes): native_functions.yaml of {history}')
     print(f"analysed code: {containment_words(containment)}")
     return EXIT_CLEAN
 
@@ -76,6 +82,8 @@ def containment_words(containment: dict[str, object]) -> str:
         layers.append(f"Landlock ABI {containment['landlock_abi']}")
     if containment.get("seccomp"):
         layers.append("a seccomp filter")
+    if containment.get("seatbelt"):
+        layers.append("a Seatbelt profile")
     missing = containment.get("missing")
     if isinstance(missing, list) and missing:
         layers.append("not contained by the kernel: " + "; ".join(str(m) for m in missing))

@@ -60,6 +60,30 @@ def inside(path: str, roots: Sequence[str]) -> bool:
     return False
 
 
+def editor_refusal(path: str, roots: Sequence[str], open_document: bool = False) -> str | None:
+    """Why an editor's quick fix must not edit `path` (None: it may). The edit's location
+    came from an analysis of untrusted code, or from data the client echoes back, and one
+    click applies it, so:
+
+    - with workspace folders, the file (resolved: a link that leaves them is followed
+      out) is inside one; with none, only the document the request is about (the user
+      opened it), never another file;
+    - it is a regular file (the open document may also not exist yet: an unsaved buffer).
+    """
+    if roots:
+        if not inside(path, roots):
+            return "outside the workspace folders"
+    elif not open_document:
+        return "another file, and no workspace folder to hold it"
+    try:
+        info = os.stat(path)  # never opened: a FIFO or a device is only looked at
+    except FileNotFoundError:
+        return None if open_document else "not a file on disk"
+    except OSError as error:
+        return f"cannot be checked: {error.strerror or error}"
+    return None if stat.S_ISREG(info.st_mode) else "not a regular file"
+
+
 def read_for_fix(path: str, allowed_roots: Sequence[str] | None) -> ReadForFix:
     """The file's bytes, when it may be rewritten at all (see the module's rules); raises
     WriteRefused otherwise."""

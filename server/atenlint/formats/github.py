@@ -24,8 +24,10 @@ def escape_property(text: str) -> str:
 
 
 def annotation(finding: Finding, root: str, secrets: list[tuple[str, str]] | None = None) -> str:
-    path = locations.absolute(finding)
-    file = locations.relative_to_root(path, root) or path
+    relative, base = locations.portable(locations.absolute(finding), root)
+    # An installed library's file by its place in site-packages: GitHub cannot annotate it
+    # anyway, and an absolute path would name this machine's environment.
+    file = f"site-packages/{relative}" if base == "site" else relative
     region = locations.region(finding)
     # The same 1-based region as SARIF (end column one past the last character, as ruff writes it).
     properties = [

@@ -54,6 +54,34 @@ def relative_to_root(path: str, root: str) -> str | None:
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
+# The folders installed distributions live in (pip and venv's, and Debian's): a file under
+# one is named by its path inside it, the same on every machine and environment.
+SITE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def site_relative(path: str) -> str | None:
+    """`path` inside the innermost site-packages (or dist-packages) folder it lies in, with
+    forward slashes (`torch/nn/functional.py`); None when it lies in none. An absolute
+    path would name the user's home and environment, and differ on every machine."""
+    parts = os.path.abspath(path).split(os.sep)
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in SITE_FOLDERS:
+            return "/".join(parts[index + 1 :])
+    return None
+
+
+def portable(path: str, root: str) -> tuple[str, str]:
+    """Where a file is, for a CI report: (relative path, "root") inside the repository,
+    (path inside site-packages, "site") for an installed library, else (absolute, "")."""
+    relative = relative_to_root(path, root)
+    if relative is not None:
+        return relative, "root"
+    inside_site = site_relative(path)
+    if inside_site is not None:
+        return inside_site, "site"
+    return os.path.abspath(path), ""
+
+
 def uri_reference(relative: str) -> str:
     """A relative path as a URI reference (spaces, `#`, `%` ... percent-encoded)."""
     return urllib.parse.quote(relative, safe="/")

@@ -30,7 +30,12 @@ _RULES = [
         "TorchScript cannot compile a class; it was analysed from its source only",
         "information",
     ),
-    Rule("ATL005", "Timeout", "importing or analysing the file took longer than the timeout", "warning"),
+    Rule(
+        "ATL005",
+        "Timeout",
+        "importing or analysing the file used more processor time than `timeout` (or waited 10 times that)",
+        "warning",
+    ),
     Rule("ATL006", "WorkerCrashed", "the analysis worker died or ran out of memory", "warning"),
     Rule("ATL007", "Undecodable", "the file cannot be read or decoded", "warning"),
     Rule("ATL008", "TooLarge", "the file is larger than max-file-size", "information"),
@@ -51,7 +56,16 @@ _RULES = [
     Rule("ONNX002", "OnnxOpsetTooLow", "an operator needs a higher ONNX opset than the one exported at", "error"),
     Rule("ET001", "NotCoreAten", "an operator is not core ATen: ExecuTorch's to_edge rejects it", "error"),
     Rule("CORE001", "NotCoreAten", "an operator is not in core ATen after torch.export decomposition", "error"),
-    Rule("ET002", "NoPortableKernel", "an operator has no ExecuTorch portable kernel", "information"),
+    Rule(
+        "ET002",
+        "NoPortableKernel",
+        "an operator left to the CPU has no kernel in ExecuTorch's portable library: the program will not load",
+        "error",
+    ),
+    Rule(
+        "ET010", "DelegateLeavesToCpu", "an ExecuTorch delegate's partitioner leaves an operator to the CPU", "warning"
+    ),
+    Rule("ET011", "DelegateUnavailable", "an ExecuTorch delegate's partitioner cannot run here", "information"),
     Rule("COREML000", "CoremltoolsMissing", "coremltools is not installed", "information"),
     Rule("COREML001", "CoremlUnsupported", "Core ML conversion has no converter for an operator", "error"),
     Rule("TRT001", "TensorrtGraphBreak", "Torch-TensorRT has no converter: a graph break", "warning"),
@@ -64,10 +78,19 @@ _RULES = [
     Rule(
         "EXPORT001",
         "TorchExportFails",
-        "torch.export cannot capture the class: a branch or size in its code depends on tensor values",
+        "the toolchain's own front end (torch.export, torch.jit.trace) fails on the class's code: a branch or "
+        "size that depends on tensor values, or a call it cannot record",
         "error",
     ),
     Rule("TS001", "TorchScriptFails", "torch.jit.script cannot compile the code", "error"),
+    Rule(
+        "COMPILE001",
+        "DynamoGraphBreak",
+        "torch.compile's Dynamo splits the graph here (an error with fullgraph = true)",
+        "warning",
+    ),
+    Rule("COMPILE002", "GraphBreakFromSource", "read from source: a call that always breaks the graph", "warning"),
+    Rule("COMPILE003", "DynamoDidNotRun", "Dynamo could not run the class with its example inputs", "information"),
 ]
 RULES = {rule.code: rule for rule in _RULES}
 

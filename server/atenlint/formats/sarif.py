@@ -3,7 +3,7 @@
 One run; the driver lists a rule for every code reported (description, help URI to the
 code's section of docs/rules.md, default level). Each result points at the call, relative to the
 repository root (`%SRCROOT%`), with the library line where the operator is really
-called as a related location, and a fingerprint that survives unrelated edits (the same
+called as a related location (relative to `%SITE_PACKAGES%` for an installed library), and a fingerprint that survives unrelated edits (the same
 one baselines use, plus the occurrence among identical calls in the file).
 """
 
@@ -26,6 +26,10 @@ from .rules import help_uri, rule_for
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/atenlint/atenlint"
 ROOT_ID = "%SRCROOT%"
+# Files of installed libraries (a library line a finding is reached through). Declared
+# without a `uri`, as SARIF allows for a base the producer does not fix: where the
+# environment is differs per machine, and naming it would put the user's paths in a report.
+SITE_ID = "%SITE_PACKAGES%"
 FINGERPRINT_KEY = "atenlintCallHash/v1"
 # SARIF is JSON read by other tools: its objects are plain dicts, as the schema defines them.
 Json = dict[str, Any]
@@ -57,7 +61,14 @@ def report_sarif(report: Report, root: str | None = None, statistics: list[Stati
                 "rules": rules,
             }
         },
-        "originalUriBaseIds": {ROOT_ID: {"uri": locations.file_uri(root).rstrip("/") + "/"}},
+        "originalUriBaseIds": {
+            ROOT_ID: {"uri": locations.file_uri(root).rstrip("/") + "/"},
+            **(
+                {SITE_ID: {"description": {"text": "the site-packages folder of the analysed Python environment"}}}
+                if _uses_site(results)
+                else {}
+            ),
+        },
         "columnKind": "utf16CodeUnits",
         "results": results,
         "invocations": [_invocation(report, secrets)],
@@ -86,10 +97,20 @@ def _rule(finding: Finding) -> Json:
 
 
 def _artifact(path: str, root: str) -> Json:
-    relative = locations.relative_to_root(path, root)
-    if relative is None:
-        return {"uri": locations.file_uri(path)}
-    return {"uri": locations.uri_reference(relative), "uriBaseId": ROOT_ID}
+    relative, base = locations.portable(path, root)
+    if base == "root":
+        return {"uri": locations.uri_reference(relative), "uriBaseId": ROOT_ID}
+    if base == "site":  # an installed library: relative to site-packages, never this machine's path
+        return {"uri": locations.uri_reference(relative), "uriBaseId": SITE_ID}
+    return {"uri": locations.file_uri(path)}
+
+
+def _uses_site(results: list[Json]) -> bool:
+    return any(
+        place["physicalLocation"]["artifactLocation"].get("uriBaseId") == SITE_ID
+        for result in results
+        for place in [*result["locations"], *result.get("relatedLocations", [])]
+    )
 
 
 def _result(
@@ -172,7 +193,7 @@ def _fix(fix: Fix, artifact: Json) -> Json:
 
 def _stable_hash(key: BaselineKey, root: str) -> str:
     # The repository-relative path, so another checkout location gives the same fingerprint.
-    relative = locations.relative_to_root(key.path, root) or key.path.replace(os.sep, "/")
+    relative = locations.portable(key.path, root)[0].replace(os.sep, "/")
     text = "\x1f".join((relative, key.code, key.target, ",".join(key.ops), key.fingerprint))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 

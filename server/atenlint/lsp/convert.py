@@ -9,10 +9,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
+from ..config import SettingsResolver
 from ..engine import CallSite
 from ..finding_data import Fix
 from ..findings import Finding
+from ..fixes.safe_write import editor_refusal
 from ..pyproject_edit import ignore_ops_edit
 from ..sourcetext import ENCODINGS, UTF16, JsonRange, Position, Range, SourceText, convert_column
 from ..targets.site_verdict import CONDITIONAL, SUPPORTED
@@ -261,20 +264,51 @@ def code_actions(
     source = SourceText(text, uri)
     actions: list[types.CodeAction] = []
     wants = _kinds_filter(only)
+    bounds = list(workspace_roots) or project_of(uri)
     for diag, data in diagnostics_for_request(diagnostics, request_range, known or []):
         if wants(types.CodeActionKind.QuickFix):
             ranked = _fix_actions(uri, source, diag, data, encoding) + _ignore_actions(
                 uri, source, diag, data, encoding, workspace_roots
             )
             actions.extend(
-                stamped(action, uri, data, versioned) for _, action in sorted(ranked, key=lambda pair: _ORDER[pair[0]])
+                stamped(action, uri, data, versioned)
+                for _, action in sorted(ranked, key=lambda pair: _ORDER[pair[0]])
+                if editable(action, uri, bounds)
             )
     if wants(FIX_ALL_KIND) and only and any(k.startswith("source") for k in only):
         fix_all = fix_all_action(uri, source, all_diagnostics_data, encoding)
-        if fix_all is not None:
+        if fix_all is not None and editable(fix_all, uri, bounds):
             first = all_diagnostics_data[0] if all_diagnostics_data else {}
             actions.append(stamped(fix_all, uri, first, versioned))
     return actions
+
+
+def project_of(uri: str) -> list[str]:
+    """Without workspace folders, what bounds a document's quick fixes: its project, as the
+    settings resolver finds it (the nearest folder with a project marker), else its folder."""
+    path = to_fs_path(uri)
+    if not path:
+        return []
+    folder = os.path.dirname(os.path.abspath(path))
+    return [SettingsResolver().project_root(folder) or folder]
+
+
+def editable(action: types.CodeAction, uri: str, workspace_roots: Sequence[str]) -> bool:
+    """Whether the editor may be offered every file the action edits: a fix's location
+    came from an analysis of untrusted code (or from data the client echoes), so a file
+    outside the workspace folders, reached through a link that leaves them, or not a
+    regular file is never edited (`fixes.safe_write.editor_refusal`, as `--fix` checks
+    the paths it was given). An unsaved buffer (no file path) is editable only as the
+    request's own document."""
+    changes = (action.edit.changes if action.edit is not None else None) or {}
+    for edit_uri in changes:
+        path = to_fs_path(edit_uri)
+        if path is None:
+            if edit_uri != uri:
+                return False
+        elif editor_refusal(os.path.abspath(path), workspace_roots, open_document=edit_uri == uri) is not None:
+            return False
+    return True
 
 
 def stamped(action: types.CodeAction, uri: str, data: EchoedData, versioned: bool) -> types.CodeAction:
@@ -477,9 +511,50 @@ def ignore_in_project_edit(
 ) -> tuple[str, JsonRange, str] | None:
     """An edit adding the ops to `ignore` in the `[tool.atenlint]` settings that apply to `path`:
     the config file the settings resolver reads, or the project root's pyproject.toml (tomlkit,
-    format-preserving; see atenlint.pyproject_edit)."""
+    format-preserving; see atenlint.pyproject_edit).
+
+    Computing it reads and rewrites the project's TOML (about 10 ms, most of a code action
+    request); an editor asks at every cursor move, so the edit is kept while nothing it was
+    read from changed (`_project_stamp`)."""
+    if not path:
+        return None
+    key = (os.path.abspath(path), target, tuple(ops), tuple(workspace_roots))
+    stamp = _project_stamp(key[0])
+    kept = _PROJECT_EDITS.get(key)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
     edit = ignore_ops_edit(path, target, ops, workspace_roots)
-    return None if edit is None else (edit.path, edit.range.as_json(), edit.new_text)
+    answer = None if edit is None else (edit.path, edit.range.as_json(), edit.new_text)
+    if len(_PROJECT_EDITS) >= _PROJECT_EDITS_KEPT:
+        _PROJECT_EDITS.pop(next(iter(_PROJECT_EDITS)))
+    _PROJECT_EDITS[key] = (stamp, answer)
+    return answer
+
+
+ProjectStamp = tuple[tuple[int, int, int, int] | None, ...]
+_PROJECT_EDITS: dict[
+    tuple[str, str, tuple[str, ...], tuple[str, ...]], tuple[ProjectStamp, tuple[str, JsonRange, str] | None]
+] = {}
+_PROJECT_EDITS_KEPT = 256
+
+
+def _project_stamp(path: str) -> ProjectStamp:
+    """What the settings resolver reads to find and read `path`'s project settings (in each
+    folder above the file: pyproject.toml, setup.py, .git, which mark a project root), as
+    stat signatures: any change there (a file written, created, removed) changes it."""
+    stamp: list[tuple[int, int, int, int] | None] = []
+    folder = os.path.dirname(path)
+    while True:
+        for marker in ("pyproject.toml", "setup.py", ".git"):
+            try:
+                found = os.stat(os.path.join(folder, marker))
+                stamp.append((found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns))
+            except OSError:
+                stamp.append(None)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return tuple(stamp)
+        folder = parent
 
 
 def factory_stub_edit(source: SourceText, data: EchoedData) -> tuple[Range, str] | None:
@@ -503,9 +578,12 @@ def fix_all_action(
     chosen: list[Mapping[str, Any]] = []
     taken: list[Range] = []
     for data in diagnostics_data:
+        here = os.path.abspath(data.get("path") or "")
         for fix in data.get("fixes") or []:
-            if not is_preferred_fix(fix):
-                continue
+            if not is_preferred_fix(fix) or any(
+                e.get("path") and os.path.abspath(e["path"]) != here for e in fix.get("edits", [])
+            ):
+                continue  # an edit of another file is offered with its own diagnostic, never in this one
             ranges = [Range.from_json(e["range"]) for e in fix.get("edits", [])]
             if any(_overlaps(r, t) for r in ranges for t in taken if r != t):
                 continue

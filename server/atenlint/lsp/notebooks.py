@@ -21,6 +21,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import Workspace
 
 from ..findings import Finding
+from ..fixes.safe_write import editor_refusal
 from ..notebook import Cell, NotebookError, VirtualModule, build_module, cell_of, place_in_cells, read_notebook
 from ..notebook_check import cell_problems
 from ..sourcetext import Range, SourceText
@@ -50,6 +51,10 @@ class NotebookView:
     published: set[str] = field(default_factory=set)  # cell URIs that were last given diagnostics
     # module text -> module, the last few (results may lag edits)
     recent: dict[str, VirtualModule] = field(default_factory=dict)
+    # module text -> each cell's document version for that text (as `recent`)
+    versions: dict[str, dict[str, int]] = field(default_factory=dict)
+    # each cell's version for the diagnostics last published (their quick fixes are stamped with it)
+    published_versions: dict[str, int] = field(default_factory=dict)
 
     def module_for(self, text: str | None) -> VirtualModule:
         """The module a result was computed on: the current cells', a recent one, or the
@@ -71,8 +76,11 @@ class NotebookDocuments:
     def __init__(self) -> None:
         self.views: dict[str, NotebookView] = {}
 
-    def update(self, uri: str, path: str, cells: list[CellDocument]) -> NotebookView:
-        """`cells`: (cell uri, kind "code"|"markdown", language id, text) in notebook order."""
+    def update(
+        self, uri: str, path: str, cells: list[CellDocument], versions: dict[str, int] | None = None
+    ) -> NotebookView:
+        """`cells`: (cell uri, kind "code"|"markdown", language id, text) in notebook order;
+        `versions`: each cell document's version (the client's), where known."""
         module = build_module(
             [Cell(index, kind, text, language) for index, (_, kind, language, text) in enumerate(cells)]
         )
@@ -85,9 +93,13 @@ class NotebookDocuments:
             module,
             set(previous.published) if previous else set(),
             dict(previous.recent) if previous else {},
+            dict(previous.versions) if previous else {},
+            dict(previous.published_versions) if previous else {},
         )
         view.recent[module.text] = module
+        view.versions[module.text] = dict(versions or {})
         while len(view.recent) > 8:
+            view.versions.pop(next(iter(view.recent)), None)
             view.recent.pop(next(iter(view.recent)))
         self.views[uri] = view
         return view
@@ -128,6 +140,7 @@ class NotebookHost(Protocol):
 
     notebooks: NotebookDocuments
     encoding: convert.Encoding
+    versioned_edits: bool  # the client applies `documentChanges`: edits carry cell versions
 
     @property
     def workspace(self) -> Workspace: ...
@@ -147,12 +160,21 @@ def _cells(ls: NotebookHost, notebook: types.NotebookDocument) -> list[CellDocum
     return cells
 
 
+def _cell_versions(ls: NotebookHost, notebook: types.NotebookDocument) -> dict[str, int]:
+    versions = {}
+    for cell in notebook.cells:
+        version = ls.workspace.get_text_document(cell.document).version
+        if isinstance(version, int):
+            versions[cell.document] = version
+    return versions
+
+
 def _sync(ls: NotebookHost, uri: str) -> NotebookView | None:
     notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
     path = to_fs_path(uri)
     if notebook is None or not path:
         return None
-    return ls.notebooks.update(uri, os.path.abspath(path), _cells(ls, notebook))
+    return ls.notebooks.update(uri, os.path.abspath(path), _cells(ls, notebook), _cell_versions(ls, notebook))
 
 
 def register(server: LanguageServer) -> None:
@@ -189,17 +211,24 @@ def publish_cells(ls: NotebookHost, uri: str, findings: list[Finding]) -> bool:
     view = ls.notebooks.views.get(uri)
     if view is None:
         return False
-    per_cell = NotebookDocuments.per_cell(view, findings, ls.session.source_text_for(view.path))
+    text = ls.session.source_text_for(view.path)
+    per_cell = NotebookDocuments.per_cell(view, findings, text)
+    # The cells' versions for the text these findings were computed on (that module's, as
+    # per_cell places them): a quick fix is stamped with them, so the client rejects it
+    # once a cell it edits has moved on.
+    versions = view.versions.get(view.module_for(text).text, {})
     for cell_uri in sorted(view.published - set(per_cell)):  # cells deleted since: nothing stale stays
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
     for cell_uri, found in per_cell.items():
         source = SourceText(view.cell_texts.get(cell_uri, ""), view.path)
+        version = versions.get(cell_uri)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=cell_uri, diagnostics=[convert.diagnostic(f, source, ls.encoding) for f in found]
+                uri=cell_uri, diagnostics=[convert.diagnostic(f, source, ls.encoding, version) for f in found]
             )
         )
     view.published = set(per_cell)
+    view.published_versions = dict(versions)
     return True
 
 
@@ -218,7 +247,9 @@ async def cell_diagnostics(
 
 def code_actions(ls: NotebookHost, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     """Quick fixes in a cell: a fix's edits may touch other cells (an import in the first
-    one), so each edit goes to its own cell's URI."""
+    one), so each edit goes to its own cell's URI. Offered only where the notebook (and a
+    fix's other file) may be edited (`_editable`); for a client that applies
+    `documentChanges`, each cell's edits carry that cell's version."""
     uri = params.text_document.uri
     view = ls.notebooks.of_cell(uri)
     if view is None:
@@ -228,16 +259,21 @@ def code_actions(ls: NotebookHost, params: types.CodeActionParams) -> list[types
         types.CodeActionKind.QuickFix == k or types.CodeActionKind.QuickFix.startswith(f"{k}.") for k in only
     ):
         return None
-    actions = []
+    bounds = list(ls.session.folders) or convert.project_of(path_uri(view.path))
+    actions: list[types.CodeAction] = []
     for diag in params.context.diagnostics:
         # What the client echoes of `convert.diagnostic_data` (JSON: checked as it is read).
         data: dict[str, Any] | None = diag.data if isinstance(diag.data, dict) else None
         if not data or diag.source != "atenlint":
             continue
+        stale, versions = _versions_for(view, uri, data) if ls.versioned_edits else (False, None)
+        if stale:
+            continue  # computed for cells the user has edited since: its positions are stale
+        found: list[types.CodeAction] = []
         for fix in data.get("fixes") or []:
             changes = _fix_changes(ls, view, fix.get("edits") or [])
             if changes:
-                actions.append(
+                found.append(
                     types.CodeAction(
                         title=fix.get("title", "Apply atenlint fix"),
                         kind=types.CodeActionKind.QuickFix,
@@ -246,8 +282,51 @@ def code_actions(ls: NotebookHost, params: types.CodeActionParams) -> list[types
                         edit=types.WorkspaceEdit(changes=changes),
                     )
                 )
-        actions.extend(_ignore_actions(ls, view, uri, diag, data))
+        found.extend(_ignore_actions(ls, view, uri, diag, data))
+        actions.extend(_stamped(action, view, versions) for action in found if _editable(action, view, bounds))
     return actions or None
+
+
+def _versions_for(view: NotebookView, uri: str, data: dict[str, Any]) -> tuple[bool, dict[str, int] | None]:
+    """(stale, the cell versions to stamp this diagnostic's edits with): those of the last
+    publication when the diagnostic is from it; None when the data names no version (an
+    older server's: its edits stay plain); stale when it names another."""
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        return False, None
+    if view.published_versions.get(uri) != version:
+        return True, None
+    return False, view.published_versions
+
+
+def _stamped(action: types.CodeAction, view: NotebookView, versions: dict[str, int] | None) -> types.CodeAction:
+    """The action's edits as `documentChanges`: each cell's with its version (another
+    file, pyproject.toml, with none)."""
+    if versions is None or action.edit is None or not action.edit.changes:
+        return action
+    action.edit = types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=edit_uri, version=versions.get(edit_uri) if edit_uri in view.cell_texts else None
+                ),
+                edits=list(edits),
+            )
+            for edit_uri, edits in action.edit.changes.items()
+        ]
+    )
+    return action
+
+
+def _editable(action: types.CodeAction, view: NotebookView, bounds: list[str]) -> bool:
+    """Whether every file the action edits may be edited from the editor: the notebook
+    for its cells, and any other file (`fixes.safe_write.editor_refusal`)."""
+    for edit_uri in (action.edit.changes if action.edit is not None else None) or {}:
+        in_cell = edit_uri in view.cell_texts
+        path = view.path if in_cell else to_fs_path(edit_uri)
+        if not path or editor_refusal(os.path.abspath(path), bounds, open_document=in_cell) is not None:
+            return False
+    return True
 
 
 def _fix_changes(ls: NotebookHost, view: NotebookView, edits: list[dict[str, Any]]) -> dict[str, list[types.TextEdit]]:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable
 from typing import Any, TypedDict
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import FeatureAlreadyRegisteredError, JsonRpcServerNotInitialized
@@ -100,6 +103,8 @@ class AtenlintServer(LanguageServer):
         self.supports_configuration = False
         self.versioned_edits = False  # the client applies `documentChanges` (quick fixes carry versions)
         self.pulls = PullReports()
+        # Per file: (what was served, the text, the encoding) -> its diagnostics converted for code actions.
+        self.known: dict[str, tuple[tuple[str, str, str], KnownDiagnostics]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -181,6 +186,15 @@ class AtenlintServer(LanguageServer):
         text = read_saved_text(path) if path is not None else None
         return SourceText(text, path) if path is not None and text is not None else None
 
+    def client_text(self, uri: str) -> tuple[int | None, str] | None:
+        """A document's version and text as the client has it open, else the file on disk
+        through the bounded reader: pygls would read any path whole (`/dev/zero`, a FIFO)."""
+        document = self.workspace.text_documents.get(unquote(uri))  # pygls keys them so
+        if document is not None:
+            return document.version, document.source
+        source = self.source(uri)
+        return (None, source.text) if source is not None else None
+
     def items(self, served: Served) -> list[types.Diagnostic]:
         """A served file's diagnostics, positions converted against the text they refer to."""
         text = served.text if served.text is not None else read_saved_text(served.path)
@@ -224,9 +238,13 @@ def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
     uris = [f.uri for f in params.workspace_folders or []] or ([params.root_uri] if params.root_uri else [])
     folders = [path for path in map(_path, uris) if path]
     settings = editor_settings(params.initialization_options)
-    ls.log(
+    # The answer goes out when this returns; the log message (the first of its kind costs
+    # pygls a converter) and the workers' start (a thread that competes for the interpreter)
+    # wait until it has: an editor sends nothing before it has the answer.
+    ls.loop.call_soon(
+        ls.log,
         f"atenlint {__version__}: {'pull' if pull else 'push'} diagnostics, position encoding "
-        f"{ls.encoding.name}, workers run {settings.python}"
+        f"{ls.encoding.name}, workers run {settings.python}",
     )
     ls.start_session(Session(ls, settings, folders, pull=pull))
 
@@ -331,7 +349,15 @@ def did_save(ls: AtenlintServer, params: types.DidSaveTextDocumentParams) -> Non
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: AtenlintServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.pulls.closed(params.text_document.uri)
+    _forget_known(ls, params.text_document.uri)
     ls.session.close(params.text_document.uri)
+
+
+def _forget_known(ls: AtenlintServer, uri: str) -> None:
+    """A closed file's converted diagnostics are not kept (a long session opens many files)."""
+    path = _path(uri)
+    if path is not None:
+        ls.known.pop(path, None)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -367,8 +393,10 @@ async def document_diagnostic(
         path = _python_path(uri)
         if path is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
-        text_document = ls.workspace.get_text_document(uri)
-        ls.session.open(uri, path, text_document.version, text_document.source)
+        opened = ls.client_text(uri)
+        if opened is None:
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        ls.session.open(uri, path, *opened)
     # The fast targets' result of a running check answers at once; a refresh brings the full one.
     result = await ls.session.result_for(uri, partial=True)
     if result is None or path is None or uri not in ls.session.documents:
@@ -394,7 +422,13 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams) -> list[type
     if notebooks.is_cell(ls, uri):
         return notebooks.code_actions(ls, params)
     document = ls.session.documents.get(uri)
-    text = document.text if document else ls.workspace.get_text_document(uri).source
+    if document is not None:
+        text = document.text
+    else:
+        opened = ls.client_text(uri)
+        if opened is None:
+            return None
+        text = opened[1]
     known = _known_diagnostics(ls, _path(uri), uri, text)
     only = list(params.context.only) if params.context.only is not None else None
     diagnostics = list(params.context.diagnostics)
@@ -415,27 +449,50 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams) -> list[type
     return actions or None
 
 
-def _known_diagnostics(
-    ls: AtenlintServer, path: str | None, uri: str, text: str
-) -> list[tuple[types.Diagnostic, convert.DiagnosticData]]:
+KnownDiagnostics = list[tuple[types.Diagnostic, convert.DiagnosticData]]
+
+
+def _known_diagnostics(ls: AtenlintServer, path: str | None, uri: str, text: str) -> KnownDiagnostics:
     """The server's own diagnostics, for clients that do not echo `data` (Vim + ALE). Once the
     buffer changed since the check their positions are stale: then only the diagnostics the
-    client echoes carry fixes, each stamped with the version it was computed for."""
+    client echoes carry fixes, each stamped with the version it was computed for.
+
+    Converted once per served result (`ls.known`): an editor asks for code actions at every
+    cursor move, and converting every finding again (headlines, details, positions) was most
+    of each request's time."""
     shown = ls.session.source_text_for(path) if path else None
     if path is None or (shown is not None and shown != text):
         return []
     served = ls.session.state.served(path)
+    key = (served.result_id, ls.encoding.name, text)
+    cached = ls.known.get(path)
+    if cached is not None and cached[0] == key:
+        return list(cached[1])
     source = SourceText(text, path)
-    return [
+    known = [
         (convert.diagnostic(f, source, ls.encoding, served.version), convert.diagnostic_data(f, served.version))
         for f in served.findings
     ]
+    ls.known[path] = (key, known)
+    return list(known)
+
+
+# The lines `inputs_suggest.code_action_edit` answers on: a class header (its `class` line or
+# a decorator) or a `def forward` line. Any other line has no inputs action, so the file is
+# not parsed for it (code actions are asked at every cursor move).
+_INPUTS_ACTION_LINE = re.compile(r"\s*(?:class\b|@|(?:async\s+)?def\s+forward\b)")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the line breaks of Python's tokenizer and of LSP positions
+# The same buffer and line asked again (the cursor stays on a class line): answered once.
+_inputs_edit = functools.lru_cache(maxsize=32)(code_action_edit)
 
 
 def _inputs_action(ls: AtenlintServer, uri: str, text: str, line: int, version: int | None) -> list[types.CodeAction]:
     """Example inputs read off forward's signature (pure: atenlint.inputs_suggest), at column 0;
     computed on the buffer as it is now, so valid for its current version only."""
-    suggestion = code_action_edit(text, line)
+    lines = _LINE_BREAK.split(text)
+    if not 0 <= line < len(lines) or not _INPUTS_ACTION_LINE.match(lines[line]):
+        return []
+    suggestion = _inputs_edit(text, line)
     if suggestion is None:
         return []
     title, at_line, new_text = suggestion
@@ -575,8 +632,10 @@ async def report(ls: AtenlintServer, *args: object) -> ReportAnswer:
     if path is None:
         return {"markdown": f"Not a file: {uri}"}
     if uri not in ls.session.documents:
-        text_document = ls.workspace.get_text_document(uri)
-        ls.session.open(uri, path, text_document.version, text_document.source)
+        opened = ls.client_text(uri)
+        if opened is None:
+            return {"markdown": f"Not a readable Python file: {path}"}
+        ls.session.open(uri, path, *opened)
     result = await ls.session.result_for(uri)
     return {
         "markdown": report_markdown_for(

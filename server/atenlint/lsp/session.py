@@ -56,6 +56,7 @@ class Workers:
         self.session = session
         self.pool: WorkerPool | None = None
         self.ready: asyncio.Future[bool] | None = None
+        self.closed = False
         self._told: set[str] = set()
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -86,10 +87,19 @@ class Workers:
         return Engine(pool, self.session.resolver(), log=lambda message: self.session.callbacks.log(message))
 
     def _warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Checks wait on `ready` from now on; the start itself begins on the loop's next
+        turn, after the message being handled (`initialize`) has been answered: its thread
+        would otherwise compete with the answer for the interpreter."""
         self.ready = loop.create_future()
-        loop.run_in_executor(self.session.analyser.executor, self._warm).add_done_callback(
-            lambda future: loop.call_soon_threadsafe(self._warmed, future)
-        )
+
+        def begin() -> None:
+            if self.closed:
+                return  # shut down before it began
+            loop.run_in_executor(self.session.analyser.executor, self._warm).add_done_callback(
+                lambda future: loop.call_soon_threadsafe(self._warmed, future)
+            )
+
+        loop.call_soon(begin)
 
     def _warm(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -101,7 +111,27 @@ class Workers:
             f"workers ready in {time.perf_counter() - started:.1f}s: python {hello.get('python')} "
             f"({hello.get('executable')}), torch {hello.get('torch_full')}"
         )
+        self._prepare_targets(engine)
         return hello
+
+    def _prepare_targets(self, engine: Engine) -> None:
+        """Build the targets of each workspace folder's settings now, while the editor is
+        still opening: their support tables (the exporters' registries, read in a child of
+        the worker) would otherwise be read by the first check, before its first squiggle.
+        Checks wait for this as for the workers; a folder whose settings cannot be read is
+        left to its checks, which report why."""
+        started = time.perf_counter()
+        built: list[str] = []
+        for folder in self.session.folders:
+            try:
+                # Built once per distinct settings (the engine keeps them): a second folder
+                # with the same targets costs a lookup.
+                built += [t.name for t in engine.targets_for(engine.resolver.for_directory(folder))]
+            except Exception as error:  # noqa: BLE001 - the first check of a file there says it again, worded
+                self.session.callbacks.log(f"targets for {folder} not prepared: {error}", "debug")
+        if built:
+            names = ", ".join(dict.fromkeys(built))
+            self.session.callbacks.log(f"targets {names} ready in {time.perf_counter() - started:.1f}s")
 
     def _warmed(self, future: asyncio.Future[dict[str, Any]]) -> None:
         session, error = self.session, future.exception()
@@ -121,6 +151,7 @@ class Workers:
             self.ready.set_result(error is None)
 
     def shutdown(self) -> None:
+        self.closed = True
         for pool in [*self.session.analyser.retired_pools(), self.pool]:
             if pool is not None:
                 pool.close()

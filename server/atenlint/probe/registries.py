@@ -22,7 +22,7 @@ PACKAGES = ("torch", "onnx", "onnxscript", "coremltools", "executorch", "torchvi
 # Libraries whose ops the exporters' registries cover once the library has registered them
 # (onnxscript's torchlib implements torchvision::nms, roi_align, ...): imported first.
 OP_LIBRARIES = ("torchvision",)
-FORMAT = 8  # 8: no_portable_kernel matches out variants by schema when to_out_variant fails; `failed` tables
+FORMAT = 9  # 9: executorch `delegates` (which partitioners load here) and the portable library path
 
 
 def versions() -> dict[str, Any]:
@@ -187,7 +187,26 @@ def executorch() -> dict[str, Any]:
         "portable_kernels": len(portable or ()),
         "no_portable_kernel": sorted(missing_portable),
         "decompositions": _executorch_decompositions(),
+        "kernel_library": "kernels/portable/functions.yaml" if portable is not None else None,
+        "delegates": _executorch_delegates(),
     }
+
+
+def _executorch_delegates() -> dict[str, Any]:
+    """Per delegate target, whether the installed wheel's partitioner loads here (the MLX
+    one, for one, needs generated files a wheel may lack): a delegate that does not is
+    reported as unavailable, with its own error, never judged."""
+    from ..capture.delegate_view import PARTITIONERS, DelegateUnavailable, partitioner
+
+    out: dict[str, Any] = {}
+    for name, (module, cls) in PARTITIONERS.items():
+        try:
+            partitioner(name)
+        except DelegateUnavailable as error:
+            out[name] = {"available": False, "reason": str(error)}
+        else:
+            out[name] = {"available": True, "partitioner": f"{module}.{cls}"}
+    return out
 
 
 def _executorch_sym_op_test() -> Any:

@@ -58,6 +58,8 @@ def build_targets(
 
 
 def _family(name: str) -> str:
+    if name.startswith("executorch:"):
+        return "executorch"  # a delegate judges with the executorch tables
     return "onnx" if names.ONNX_OPSET.fullmatch(name) else name
 
 
@@ -83,6 +85,10 @@ def build_target(
         from .tensorrt import TensorRTTarget
 
         return TensorRTTarget(version)
+    if name == "compile":
+        from .compile import CompileTarget
+
+        return CompileTarget(version, fullgraph=bool(getattr(settings, "fullgraph", False)))
     if name == "torchscript":
         from .torchscript import TorchScriptTarget
 
@@ -101,6 +107,10 @@ def build_target(
             section(registries, "executorch") if name == "executorch" else None,
             version,
         )
+    if name.startswith("executorch:"):
+        from .executorch_delegates import DelegateTarget
+
+        return DelegateTarget(name, section(registries, "executorch"), version)
     if name == "coreml":
         from .coreml import CoreMLTarget
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..worker.protocol import CallTree
 from .base import Problem, Support, Target, TargetStatus, Verdict, join_ops
+from .executorch_delegates import NO_KERNEL_CODE, no_kernel_message
 from .walk import eval_only, unsupported
 
 NOT_CORE = "not-core"
@@ -85,13 +86,16 @@ class CoreAtenTarget(Target):
             if no_portable:
                 message += f"; {join_ops(no_portable)} also has no portable kernel"
             return Verdict("error", self.code, message)
+        # Core ATen that to_edge keeps and no portable kernel runs: to_executorch writes the
+        # program, which then fails to load against that library. A delegate may take the
+        # op: the executorch:<delegate> targets judge that on the partitioned program.
         version = (self.executorch or {}).get("version")
         return Verdict(
-            "information",
-            "ET002",
-            f"reaches {join_ops(no_portable)}, core ATen with no kernel in ExecuTorch "
-            f"{version}'s portable library: a delegate (XNNPACK, Core ML, ...) or "
-            f"an optimized kernel library must provide it",
+            "error",
+            NO_KERNEL_CODE,
+            no_kernel_message(no_portable, version)
+            + " (or lower it to a delegate that takes it: the executorch:xnnpack, executorch:coreml and "
+            "executorch:vulkan targets say which)",
         )
 
     def support(self, op: str) -> Support:

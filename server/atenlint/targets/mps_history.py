@@ -63,3 +63,12 @@ def first_release(op: str, path: str = DATA) -> str | None:
 def newest(path: str = DATA) -> str:
     newest_release: str = max(load(path)["versions"], key=_key)
     return newest_release
+
+
+def built_from(path: str = DATA) -> str:
+    """Which wheels the table was read from, for `atenlint targets`: "torch 2.0.1, 2.1.2, ...,
+    2.15.0 (16 releases)"."""
+    rows = load(path)["versions"]
+    ordered = sorted(rows, key=_key)
+    wheels = [str(rows[minor].get("release", minor)) for minor in ordered]
+    return f"torch {', '.join(wheels)} ({len(wheels)} releases)"

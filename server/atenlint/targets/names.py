@@ -14,6 +14,10 @@ TARGETS = {
     "coreml": "Core ML through coremltools.convert",
     "tensorrt": "NVIDIA TensorRT through Torch-TensorRT (dynamo)",
     "torchscript": "torch.jit.script",
+    "compile": "torch.compile: where Dynamo breaks the graph (graph breaks at your line)",
+    "executorch:xnnpack": "ExecuTorch with XNNPACK: ops its partitioner leaves to the CPU",
+    "executorch:coreml": "ExecuTorch with Core ML: ops its partitioner leaves to the CPU",
+    "executorch:vulkan": "ExecuTorch with Vulkan: ops its partitioner leaves to the CPU",
 }
 ALIASES: dict[str, str] = {}
 ONNX_OPSET = re.compile(r"onnx:(?P<opset>\d+)")

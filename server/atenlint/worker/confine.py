@@ -1,5 +1,5 @@
 """Containment the kernel enforces, applied by a worker process to itself before it runs
-analysed code (Linux only; see docs/security.md for the guarantees per platform).
+analysed code (Linux; on macOS the Seatbelt profile of `seatbelt.py`; see docs/security.md).
 
 The audit hook (`sandbox.py`) is a guard against the accidental; this module is the
 boundary. In the process that is about to import user code (a child forked from the warm
@@ -35,8 +35,11 @@ import resource
 import signal
 import struct
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import seatbelt
 
 # -- system call numbers -------------------------------------------------------------------
 
@@ -219,11 +222,17 @@ class Support:
     arch: str = ""
     landlock_abi: int = 0
     seccomp: bool = False
+    seatbelt: bool = False  # macOS: the profile of seatbelt.py
     reasons: list[str] = field(default_factory=list)  # why a layer is missing, in words
 
     @property
     def kernel(self) -> bool:
-        return self.landlock_abi > 0 and self.seccomp
+        return (self.landlock_abi > 0 and self.seccomp) or self.seatbelt
+
+    def withdraw(self, reason: str) -> None:
+        """No layer is applied after all (`reason`: why, in words)."""
+        self.landlock_abi, self.seccomp, self.seatbelt = 0, False, False
+        self.reasons.append(reason)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -231,6 +240,7 @@ class Support:
             "arch": self.arch,
             "landlock_abi": self.landlock_abi,
             "seccomp": self.seccomp,
+            "seatbelt": self.seatbelt,
             "kernel": self.kernel,
             "missing": list(self.reasons),
         }
@@ -282,8 +292,14 @@ def landlock_abi() -> int:
 def probe() -> Support:
     """What containment this process could apply (cheap: no restriction is applied)."""
     support = Support(arch=platform.machine())
+    if sys.platform == "darwin":
+        reason = seatbelt.unavailable_reason()
+        support.seatbelt = not reason
+        if reason:
+            support.reasons.append(reason)
+        return support
     if not sys.platform.startswith("linux"):
-        support.reasons.append(f"kernel containment is implemented for Linux only (this is {sys.platform})")
+        support.reasons.append(f"kernel containment is implemented for Linux and macOS only (this is {sys.platform})")
         return support
     if _arch() is None:
         support.reasons.append(f"no seccomp filter or Landlock numbers for the {platform.machine()} architecture")
@@ -490,6 +506,35 @@ def _data_bytes() -> int:
     return 0
 
 
+def _open_descriptors() -> list[int]:
+    """The descriptors open now, as the kernel lists them (empty where it cannot)."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return sorted(int(name) for name in os.listdir(folder) if name.isdigit())
+        except OSError:
+            continue
+    return []
+
+
+def close_inherited(keep: Iterable[int] = ()) -> None:
+    """Close every descriptor above stderr but `keep`: whatever a parent, a library or the
+    worker itself left open (a file, a socket, the request pipe) is out of reach of the
+    code that runs next, which could otherwise read, write or pass it on. The kept ones are
+    marked close-on-exec, so they end with this process even where an exec gets through."""
+    kept = sorted({fd for fd in keep if fd > 2})
+    listed = _open_descriptors()
+    # Above the highest descriptor open now nothing needs closing; where the kernel does
+    # not list them, up to the system's limit (each close of a gap is one cheap system call).
+    ceiling = max([*listed, *kept, 2]) + 1 if listed else min(os.sysconf("SC_OPEN_MAX"), 1 << 16)
+    low = 3
+    for fd in [*kept, ceiling]:
+        if fd > low:
+            os.closerange(low, fd)  # close_range(2) where the kernel has it
+        low = fd + 1
+    for fd in kept:
+        os.set_inheritable(fd, False)
+
+
 def confine(run_dir: str, support: Support, parent_pid: int, memory_limit_mb: int = 0) -> None:
     """Restrict this process for good (it must be single-threaded: a forked child).
     Raises ConfinementError when a layer `support` promised cannot be applied; the caller
@@ -499,6 +544,11 @@ def confine(run_dir: str, support: Support, parent_pid: int, memory_limit_mb: in
         _limits(data_cap)
     except (OSError, ValueError) as error:
         raise ConfinementError(errno.EPERM, f"setting resource limits: {error}") from None
+    if sys.platform == "darwin" and support.seatbelt:
+        try:
+            seatbelt.apply([os.path.realpath(run_dir)])
+        except (OSError, ValueError) as error:
+            raise ConfinementError(errno.EPERM, str(error)) from None
     if not sys.platform.startswith("linux"):
         return
     libc = _syscall()

@@ -13,7 +13,7 @@ again). The child confines itself with the kernel's help (`confine.py`: Landlock
 seccomp, resource limits, death with this process) before it touches the user's file,
 runs the analysis inside the audit-hook sandbox (`sandbox.py`, the second layer), writes
 its answer and exits: monkeypatches, threads, `sys.modules`, environment and sandbox
-switches of one file never reach the next. Where `fork` is unavailable (not Linux), the
+switches of one file never reach the next. Where `fork` is unavailable (not Linux or macOS), the
 analysis runs in this process and is followed by a state reset (`state.py`); when the
 state cannot be reset, the answer asks the parent to recycle this worker.
 """
@@ -21,6 +21,7 @@ state cannot be reset, the answer asks the parent to recycle this worker.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import platform
@@ -30,10 +31,26 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar, cast
 
-from .protocol import PROTOCOL_VERSION, FileAnswer, Hello, ProtocolError, check_request, error_reply, partial, reply
+from .protocol import (
+    PROTOCOL_VERSION,
+    AnalyseParams,
+    ClassRequest,
+    FileAnswer,
+    FileParams,
+    Hello,
+    ProtocolError,
+    Refusal,
+    check_analyse_params,
+    check_request,
+    check_static_params,
+    check_target_data_params,
+    error_reply,
+    partial,
+    reply,
+)
 
 PartialSink = Callable[[FileAnswer], None]
 
@@ -173,12 +190,12 @@ def _warm_analysis(views: tuple[str, ...]) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        variants: list[dict[str, Any]] = [
+        variants: list[dict[str, ClassRequest]] = [
             {"AtenlintWarmUp": {"inputs": "torch.randn(2, 3, 8, 8)"}},
             {"AtenlintWarmUp": {}},
         ]
         for classes in variants:
-            params = {
+            params: AnalyseParams = {
                 "path": path,
                 "module": "atenlint_warm_sample",
                 "roots": [folder],
@@ -200,7 +217,8 @@ def _warm_analysis(views: tuple[str, ...]) -> None:
 
 
 def _forking() -> bool:
-    return sys.platform.startswith("linux") and hasattr(os, "fork")
+    # macOS too: its Seatbelt profile, like Landlock and seccomp, is applied by a child for good.
+    return (sys.platform.startswith("linux") or sys.platform == "darwin") and hasattr(os, "fork")
 
 
 class _Options:
@@ -226,13 +244,11 @@ def _containment() -> dict[str, Any]:
     if not forking:
         support.reasons.append("each file is analysed in the warm worker itself (no fork), with a state reset")
     elif not _Options.sandbox:
-        support.landlock_abi, support.seccomp = 0, False
-        support.reasons.append("switched off (--no-sandbox / ATENLINT_SANDBOX=off)")
+        support.withdraw("switched off (--no-sandbox / ATENLINT_SANDBOX=off)")
     elif support.kernel or support.landlock_abi or support.seccomp:
         failure = _trial_confinement(support)
         if failure:
-            support.reasons.append(f"a confined process could not be made: {failure}")
-            support.landlock_abi, support.seccomp = 0, False
+            support.withdraw(f"a confined process could not be made: {failure}")
     _Options.fork, _Options.support = forking, support
     return dict(support.as_json(), fork=forking)
 
@@ -267,18 +283,19 @@ def _trial_confinement(support: Any) -> str:
     return "" if said == b"ok" else said.decode("utf-8", "replace") or "it died"
 
 
-def _analyse(params: dict[str, Any], send_partial: PartialSink | None = None) -> FileAnswer:
+def _analyse(params: dict[str, object], send_partial: PartialSink | None = None) -> FileAnswer:
     from atenlint.capture.file_capture import capture_file
 
-    if send_partial is None or not params.get("partial"):
-        return _isolated(lambda p, _: capture_file(p), params)
-    return _isolated(lambda p, sink: capture_file(p, on_partial=sink), params, send_partial)
+    request = check_analyse_params(params)
+    if send_partial is None or not request.get("partial"):
+        return _isolated(lambda p, _: capture_file(p), request)
+    return _isolated(lambda p, sink: capture_file(p, on_partial=sink), request, send_partial)
 
 
-def _static(params: dict[str, Any], send_partial: PartialSink | None = None) -> FileAnswer:
+def _static(params: dict[str, object], send_partial: PartialSink | None = None) -> FileAnswer:
     from atenlint.capture.static import static_capture
 
-    return _isolated(lambda p, _: static_capture(p), params)
+    return _isolated(lambda p, _: static_capture(p), check_static_params(params))
 
 
 class _Recycle(Exception):
@@ -289,11 +306,12 @@ class _Recycle(Exception):
         self.answer, self.reason = answer, reason
 
 
-# An analysis gets the request's params and where to offer its partial answer (a plain dict).
-Analysis = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], Any]
+# An analysis gets the request's checked params and where to offer its partial answer.
+_Params = TypeVar("_Params", bound=FileParams)
+Analysis = Callable[[_Params, Callable[[FileAnswer], None]], FileAnswer]
 
 
-def _isolated(function: Analysis, params: dict[str, Any], send_partial: PartialSink | None = None) -> FileAnswer:
+def _isolated(function: Analysis[_Params], params: _Params, send_partial: PartialSink | None = None) -> FileAnswer:
     """Run one analysis in the sandbox, then put the worker's state back as it was.
     `send_partial`: where the dispatcher-view answer goes when the analysis offers it
     (at most once, with the real path and the refusals so far)."""
@@ -301,19 +319,20 @@ def _isolated(function: Analysis, params: dict[str, Any], send_partial: PartialS
     from .sandbox import SANDBOX
 
     _install_sandbox()
-    roots = [os.path.abspath(r) for r in params.get("roots", []) if r]
-    path = params.get("path") or ""
+    where: FileParams = params
+    roots = [os.path.abspath(r) for r in where.get("roots", []) if r]
+    path = where["path"]
     params, alias = _alias_awkward_name(params)
     # A forked child exits after its file: nothing it changes needs putting back.
     before = None if _Options.in_child else state.snapshot()
-    answer: dict[str, Any] = {}
+    answer: FileAnswer = {"classes": []}
     sent = [send_partial is None]
 
-    def on_partial(early: dict[str, Any]) -> None:
+    def on_partial(early: FileAnswer) -> None:
         if sent[0] or send_partial is None or not isinstance(early, dict):
             return
         sent[0] = True
-        early = _mark_refused(dict(early, partial=True, refusals=_refusals_so_far()))
+        early = _mark_refused({**early, "partial": True, "refusals": _refusals_so_far()})
         send_partial(cast(FileAnswer, _replace_strings(early, alias, path) if alias is not None else early))
 
     try:
@@ -332,10 +351,10 @@ def _isolated(function: Analysis, params: dict[str, Any], send_partial: PartialS
     _mark_refused(answer)
     if problems:
         raise _Recycle(answer, "; ".join(problems))
-    return answer  # type: ignore[return-value]  # the capture code builds a FileAnswer
+    return answer
 
 
-def _note_degradations(answer: dict[str, Any]) -> None:
+def _note_degradations(answer: FileAnswer) -> None:
     """The torch capabilities found missing so far (torchcompat), when any: what this
     answer could not see, in words."""
     from atenlint import torchcompat
@@ -345,14 +364,14 @@ def _note_degradations(answer: dict[str, Any]) -> None:
         answer["torch_degraded"] = degraded
 
 
-def _mark_refused(answer: dict[str, Any]) -> dict[str, Any]:
+def _mark_refused(answer: FileAnswer) -> FileAnswer:
     error = answer.get("import_error")
     if error and error.get("type") == "SandboxRefusal":
         error["refused"] = True  # the refusal is the diagnostic (ATL012), not a failed import
     return answer
 
 
-def _refusals_so_far() -> list[Any]:
+def _refusals_so_far() -> list[Refusal]:
     """What the sandbox refused so far in this analysis (the final answer has them all):
     the partial answer carries them too, so its ATL012 diagnostics do not blink."""
     from .sandbox import SANDBOX
@@ -361,16 +380,17 @@ def _refusals_so_far() -> list[Any]:
     if not isinstance(pending, dict):
         return []
     try:
-        return [refusal.as_json() for refusal in list(pending.values())]
+        # sandbox.Refusal's fields are protocol.Refusal's.
+        return [cast("Refusal", refusal.as_json()) for refusal in list(pending.values())]
     except Exception:  # noqa: BLE001 - a partial answer without them is still right
         return []
 
 
-def _alias_awkward_name(params: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _alias_awkward_name(params: _Params) -> tuple[_Params, str | None]:
     """A file whose name holds a line break is imported through a plainly named link in
     the run folder: TorchScript's source locations (`# file:line:col`) cannot carry the
     break, and the answer names the real path again (`_replace_strings`)."""
-    path = params.get("path") or ""
+    path = params["path"]
     if not any(c in os.path.basename(path) for c in "\n\r"):
         return params, None
     import hashlib
@@ -381,10 +401,14 @@ def _alias_awkward_name(params: dict[str, Any]) -> tuple[dict[str, Any], str | N
     alias = os.path.join(folder, f"file_{digest}.py")
     if not os.path.lexists(alias):
         os.symlink(path, alias)
-    params = dict(params, path=alias)
-    if path in (params.get("overlays") or {}):
-        params["overlays"] = dict(params["overlays"], **{alias: params["overlays"][path]})
-    return params, alias
+    aliased = copy.copy(params)
+    aliased["path"] = alias
+    # Only `analyse` sends overlays (the editor's unsaved texts, by path).
+    overlays: Mapping[str, object] = params
+    texts = overlays.get("overlays")
+    if isinstance(texts, dict) and path in texts:
+        cast("dict[str, object]", aliased)["overlays"] = dict(texts, **{alias: texts[path]})
+    return aliased, alias
 
 
 def _replace_strings(value: Any, old: str, new: str) -> Any:
@@ -439,24 +463,24 @@ def _install_sandbox() -> None:
         SANDBOX.install(_Options.run_dir or os.getcwd())
 
 
-def _loaded_packages(params: dict[str, Any]) -> list[str]:
+def _loaded_packages(params: dict[str, object]) -> list[str]:
     """Top-level packages imported so far (the tests check pygls and yaml never are)."""
     return sorted({name.split(".")[0] for name in sys.modules})
 
 
-def _target_data(params: dict[str, Any]) -> Any:
+def _target_data(params: dict[str, object]) -> Any:
     """The installed exporters' support tables (`versions_only`: just their versions, the cache key)."""
     from atenlint.probe import registries
 
     from .sandbox import SANDBOX
 
-    if params.get("versions_only"):
+    if check_target_data_params(params).get("versions_only"):
         return registries.versions()
     with SANDBOX.permitted():  # atenlint's own child process, never the user's code
         return registries.tables_in_subprocess()
 
 
-Handler = Callable[[dict[str, Any], PartialSink | None], Any]
+Handler = Callable[[dict[str, object], PartialSink | None], Any]
 _METHODS: dict[str, Handler] = {
     "hello": lambda params, _: _hello(),
     "analyse": _analyse,
@@ -514,8 +538,9 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
     pid = _fork()
     if pid == 0:  # pragma: no cover - runs in the child; the tests see its answers
         try:
-            os.close(status_read)
-            os.close(lines.fd)  # the child never reads requests
+            # Only the answer's two ends and stdio stay open: never the request pipe, nor
+            # anything the worker or its parent left open.
+            confine.close_inherited((out.fileno(), status_write, sys.stdin.fileno()))
             _Options.in_child = True
             try:
                 confine.confine(_Options.run_dir, _Options.support, _Options.parent_pid, _Options.memory_limit_mb)
@@ -636,7 +661,8 @@ def _answer(line: str, out: Any, lines: _Lines | None = None) -> bool:
         return False
     if _Options.fork and lines is not None and request["method"] in _PER_FILE:
         if request["method"] == "analyse":
-            _warm_for((request.get("params") or {}).get("views") or ())
+            views = (request.get("params") or {}).get("views")
+            _warm_for([v for v in views if isinstance(v, str)] if isinstance(views, list) else ())
         return _forked(request_id, request, out, lines)
     _write(out, _reply(request_id, request, out))
     return True
@@ -653,6 +679,9 @@ def main(argv: list[str] | None = None) -> int:
     # in the run folder: Python then reads bytecode only from there, so every worker would
     # compile torch._dynamo and the rest from source again (2.7x the CPU of a start).
     sys.dont_write_bytecode = True
+    from .confine import close_inherited
+
+    close_inherited()  # nothing a parent leaked (a file, a socket) reaches analysed code
     protocol_in, protocol_out = _claim_stdio()
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")

@@ -152,6 +152,79 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+try:
+    _CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK"))
+except (ValueError, OSError, AttributeError):  # no sysconf: no /proc either
+    _CLOCK_TICKS = 0.0
+# A file's time limit counts processor time, which load does not inflate; this many times
+# the limit in wall-clock time stops code that waits without computing (a sleep, a
+# blocking read). Generous: 2 cores shared by 9 busy processes give one under a quarter.
+WALL_BACKSTOP = 10.0
+
+
+def _main_thread_cpu_seconds(pid: int) -> float | None:
+    """The processor time (user + system) of a process's main thread, from /proc; None
+    where it cannot be read. The main thread, not the process: it runs the analysis, and
+    its time is what the file costs on an idle machine, whereas intra-op threads add their
+    time on top (and spin longer the more the machine is loaded)."""
+    if not _CLOCK_TICKS:
+        return None
+    try:
+        with open(f"/proc/{pid}/task/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime: fields 14 and 15
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _AnalysisClock:
+    """One request's time limit: `limit` seconds of processor time of the process that
+    answers it (the warm worker's own time since the request, such as a warm-up, plus its
+    forked analysis child's), and WALL_BACKSTOP times that in wall-clock time. Where /proc
+    cannot be read (macOS), `limit` seconds of wall-clock time, as before."""
+
+    def __init__(self, pid: int, limit: float, by_cpu: bool = True):
+        self.pid, self.limit = pid, limit
+        self.started = time.monotonic()
+        self.base = _main_thread_cpu_seconds(pid) if by_cpu else None
+        self.children: dict[int, float] = {}  # a child's last reading: it may exit between reads
+        # Children already there belong to an earlier request: one just killed for its own
+        # limit stays listed, with all its time, until the worker has reaped it.
+        self.earlier = frozenset(_children(pid)) if self.base is not None else frozenset()
+        self.wall_limit = limit if self.base is None else limit * WALL_BACKSTOP
+
+    def cpu_seconds(self) -> float | None:
+        if self.base is None:
+            return None
+        own = _main_thread_cpu_seconds(self.pid)
+        for child in _children(self.pid):
+            if child in self.earlier:
+                continue
+            seconds = _main_thread_cpu_seconds(child)
+            if seconds is not None:
+                self.children[child] = max(seconds, self.children.get(child, 0.0))
+        return max(0.0, (own if own is not None else self.base) - self.base) + sum(self.children.values())
+
+    def exceeded(self) -> str:
+        """'' while within the limits, else what was exceeded, in words."""
+        waited = time.monotonic() - self.started
+        cpu = self.cpu_seconds()
+        if cpu is not None and cpu > self.limit:
+            return f"used more than {self.limit:g} s of processor time without answering"
+        if waited >= self.wall_limit:
+            if cpu is None:
+                return f"gave no answer within {self.limit:g} s"
+            return (
+                f"gave no answer within {self.wall_limit:g} s of wall-clock time, having used only "
+                f"{cpu:.1f} s of processor time (waiting, not computing: a sleep or a blocking read?)"
+            )
+        return ""
+
+    def wait(self) -> float:
+        """How long to wait for a message before looking again."""
+        return max(0.0, min(0.25, self.wall_limit - (time.monotonic() - self.started)))
+
+
 def _analysis_rss_mb(pid: int) -> float | None:
     """The memory of the process analysing a file: the warm worker's forked child while
     it runs (its resident set includes the pages it shares with the worker, as the
@@ -298,19 +371,22 @@ class Worker:
         request_id = next(self._ids)
         if on_partial is not None:
             params = dict(params, partial=True)
+        # A file's analysis is limited in processor time (load cannot change its result);
+        # the worker's other requests (registry reads, warm-up) in wall-clock time. Started
+        # before the request is sent: the child it forks must not be taken for an earlier one.
+        clock = _AnalysisClock(self.process.pid, timeout, by_cpu=method in ("analyse", "static"))
         try:
             self.process.stdin.write(json.dumps(protocol.request(request_id, method, params)).encode("utf-8") + b"\n")
             self.process.stdin.flush()
         except (OSError, ValueError):
             raise self._death() from None
-        deadline = time.monotonic() + timeout
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            exceeded = clock.exceeded()
+            if exceeded:
                 self._end_analysis()
-                raise WorkerFailure("timeout", f"no answer within {timeout:g} s", self.stderr_tail())
+                raise WorkerFailure("timeout", exceeded, self.stderr_tail())
             try:
-                line = self._replies.get(timeout=min(remaining, 0.25))
+                line = self._replies.get(timeout=clock.wait())
             except queue.Empty:
                 self._check_memory()
                 continue

@@ -8,17 +8,25 @@ request of every worker is `hello`; its answer carries `protocol`, the version t
 speaks, and the parent refuses a worker whose version is not `PROTOCOL_VERSION` (one clear
 diagnostic, not a crash on a field that moved).
 
-The answer structures are TypedDicts so the capture code keeps building plain dicts (they
-cross a process boundary as JSON anyway) while both ends and mypy agree on their shape.
-Validation (`check_*`) is shallow where depth would cost time on large call trees: it checks
-the fields the reader relies on, and raises `ProtocolError` naming the field that is wrong.
+Requests and answers are TypedDicts: they cross the process boundary as JSON anyway, and
+both ends and mypy agree on their shape. The parent builds each request with one constructor
+(`analyse_params`, `static_params`), the worker reads it through `check_*_params`, and
+capture/ builds its answers as these records (`captured_op` for every captured call), so a
+key written or read wrong on either side is a mypy error. Validation (`check_*`) is shallow
+where depth would cost time on large call trees: it checks the fields the reader relies on,
+and raises `ProtocolError` naming the field that is wrong. The words the records use (view
+names, capture kinds, statuses) are `vocabulary.py`'s.
 
-Standard library only: the worker imports this before torch, and never anything else.
+Standard library only: the worker imports this (and vocabulary.py) before torch, and
+never anything else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
+
+from .vocabulary import Capture, Status
 
 # Bump on any change a reader of the other side would misread (a renamed or retyped field,
 # a new message kind); adding an optional field a reader ignores needs no bump.
@@ -26,6 +34,10 @@ PROTOCOL_VERSION = 2
 
 METHODS = ("hello", "analyse", "static", "loaded_packages", "target_data", "shutdown")
 Method = Literal["hello", "analyse", "static", "loaded_packages", "target_data", "shutdown"]
+
+
+# A value that survives JSON (the user's factory options).
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
 
 
 class ProtocolError(Exception):
@@ -44,6 +56,20 @@ class LibraryFacts(TypedDict, total=False):
     onnx_opsets: list[int] | None  # None: the registry could not be read
 
 
+class _DelegateFactsRequired(TypedDict):
+    delegated: bool  # the partitioner took it (every node of it at this site)
+
+
+class DelegateFacts(_DelegateFactsRequired, total=False):
+    """What an ExecuTorch delegate's partitioner made of a call's edge-program node(s)
+    (capture/delegate_view.py)."""
+
+    reasons: list[str]  # the partitioner's own words for leaving it to the CPU
+    quantized_only: bool  # an XNNPACK config takes this op only in a quantized pattern
+    nodes: int  # how many nodes of the op the site made (1 when absent)
+    taken: int  # ... and how many of them the partitioner took
+
+
 class _CallTreeRequired(TypedDict):
     op: str  # "aten::name.overload" (or "namespace::name")
 
@@ -58,6 +84,7 @@ class CallTree(_CallTreeRequired, total=False):
     via: str  # "default" | "extra": export decomposition; "trace": what torch.jit.trace records instead of this op
     graph: bool  # a node of a toolchain's own graph
     library: LibraryFacts
+    delegate: DelegateFacts  # ExecuTorch delegate views: what the partitioner made of the node(s)
 
 
 class _SiteRequired(TypedDict):
@@ -88,6 +115,17 @@ class ErrorInfo(TypedDict, total=False):
     toolchain_fails: bool  # the real toolchain fails the same way (not a gap of atenlint's fake tensors)
 
 
+class BuildError(TypedDict, total=False):
+    """Why a class could not be built (capture/loader.py's BuildFailure)."""
+
+    message: str
+    missing: list[str]  # constructor parameters without defaults
+    signature: str  # the constructor's signature as the user wrote it
+    kind: str  # "arguments" | "factory" | "missing_package" | ...
+    package: str | None  # the package to install (kind "missing_package")
+    site: Site | None
+
+
 class _CapturedOpRequired(TypedDict):
     op: str
     trees: dict[str, CallTree | None]  # view ("dispatch", "jit", "export", ...) -> tree
@@ -98,30 +136,100 @@ class CapturedOp(_CapturedOpRequired, total=False):
     """One captured call of an analysed class."""
 
     phases: list[str]  # "train" | "eval"
-    args: dict[str, Any]
+    args: dict[str, JsonValue]  # the call's constant arguments, as JSON
     conditional: bool
     devices: list[str]
-    facts: dict[str, Any]
+    facts: CallFacts
+
+
+class CallFacts(TypedDict, total=False):
+    """What a trace saw of one call, over every run of it (dtype and rank rules, fix
+    conditions); a value the runs disagree on is None."""
+
+    dtypes_in: list[str]
+    dtypes_out: list[str]
+    max_dim: int
+    guessed: bool  # runs after a tensor value the trace had to guess (`.item()`)
+    complex_unsupported: bool  # complex tensors in an op whose MPS kernel lacks them
+    float64_origin: bool  # makes a float64 tensor from no float64 input
+    float64_first_use: bool  # first use of a float64 tensor made outside forward
+    arg_shapes: dict[str, JsonValue] | None  # schema argument name -> concrete shape
+
+
+def captured_op(
+    op: str,
+    sites: list[Site],
+    trees: dict[str, CallTree | None],
+    *,
+    conditional: bool,
+    phases: list[str] | None = None,
+    devices: list[str] | None = None,
+    args: dict[str, JsonValue] | None = None,
+    facts: CallFacts | None = None,
+) -> CapturedOp:
+    """The one way the worker makes a captured call's record (script, trace, graph and
+    static captures alike)."""
+    out: CapturedOp = {
+        "op": op,
+        "sites": sites,
+        "trees": trees,
+        "args": args if args is not None else {},
+        "phases": phases if phases is not None else [],
+        "devices": devices if devices is not None else [],
+        "conditional": conditional,
+    }
+    if facts is not None:
+        out["facts"] = facts
+    return out
+
+
+def seen_in(entry: CapturedOp, phase: str | None = None, device: str | None = None) -> None:
+    """Record on `entry` that the call was reached in `phase` ("train" | "eval") and on
+    `device`, once each."""
+    if phase is not None and phase not in entry.setdefault("phases", []):
+        entry["phases"].append(phase)
+    if device is not None and device not in entry.setdefault("devices", []):
+        entry["devices"].append(device)
 
 
 class _ClassAnswerRequired(TypedDict):
     qualname: str
     name: str
     module: str  # dotted: module.qualname
-    status: str  # "ok" | "build_failed" | "script_failed" | "static" | "import_failed"
+    status: Status
     ops: list[CapturedOp]
+
+
+class GraphBreak(TypedDict, total=False):
+    """One place torch._dynamo splits the graph (the compile target), as Dynamo reports it."""
+
+    reason: str  # Dynamo's own reason, first line (the headline)
+    details: str  # the rest of Dynamo's text (explanation, hint), trimmed
+    site: Site | None  # the innermost frame of the user's code on Dynamo's user stack
+    stack: list[Site]  # the user's frames, outermost first
+
+
+class CompileAnswer(TypedDict, total=False):
+    """The compile view of one class: torch._dynamo on real CPU tensors, eager backend."""
+
+    breaks: list[GraphBreak]
+    graphs: int  # how many graphs Dynamo compiled (breaks + 1 when every break splits one)
+    error: ErrorInfo  # Dynamo could not run the class at all (the view says nothing then)
+    fullgraph: bool  # torch.compile(fullgraph=True) captures it (only run when there are breaks)
+    fullgraph_error: ErrorInfo  # where and why fullgraph=True raises
+    source: bool  # read from the source (no inputs): only what is certain
 
 
 class ClassAnswer(_ClassAnswerRequired, total=False):
     """What the worker found for one module class."""
 
     key: str  # the name the user imports the class by (pyproject keys)
-    capture: str  # "trace" | "script" | "static"
+    capture: Capture
     covered: list[str]  # the views the trace gave
     fallback: dict[str, str]  # view -> "script" | "static"
     build: str
     moved_to_meta: list[str]
-    build_error: dict[str, Any]
+    build_error: BuildError
     script_error: ErrorInfo
     trace_error: ErrorInfo
     graph_errors: list[ErrorInfo]
@@ -133,6 +241,7 @@ class ClassAnswer(_ClassAnswerRequired, total=False):
     # No inputs were configured: the class was traced with inputs atenlint inferred from its
     # code (capture/infer_inputs.py); the expression used.
     inputs_inferred: str
+    compile: CompileAnswer  # the compile target's view (capture/dynamo_view.py)
 
 
 class ImportFailure(TypedDict, total=False):
@@ -147,6 +256,18 @@ class ImportFailure(TypedDict, total=False):
     refused: bool  # a sandbox refusal (its own diagnostic), not a failed import
 
 
+class Refusal(TypedDict, total=False):
+    """One action the sandbox refused (worker/sandbox.py's `Refusal.as_json()`): ATL012."""
+
+    kind: str  # "process" | "network" | "write" | "signal" | "file"
+    action: str  # what the code tried, for the message: "run `pip install x`"
+    phase: str  # "import" | "build" | "analyse"
+    file: str | None  # the innermost user file on the stack (None: library code only)
+    line: int | None  # 1-based line in `file`
+    analysed_line: int | None  # 1-based line in the analysed file that led to it
+    count: int
+
+
 class _FileAnswerRequired(TypedDict):
     classes: list[ClassAnswer]
 
@@ -159,7 +280,7 @@ class FileAnswer(_FileAnswerRequired, total=False):
     imported: list[str]  # the user's files the import pulled in
     import_error: ImportFailure
     seconds: float
-    refusals: list[dict[str, Any]]
+    refusals: list[Refusal]
     # The dispatcher view of every class only (a partial message): judged by the device
     # targets while the export views are still being captured.
     partial: bool
@@ -195,6 +316,121 @@ class Hello(_HelloRequired, total=False):
     containment: dict[str, Any]
 
 
+# -- requests --------------------------------------------------------------------------------
+# Built on the parent's side by the constructors below (one place each), read by the worker
+# through `check_analyse_params` / `check_static_params`: a key written or read wrong on
+# either side is a mypy error, a malformed message a ProtocolError naming the field.
+
+
+class ClassRequest(TypedDict, total=False):
+    """How to build and feed one class: pyproject.toml's `[tool.atenlint.modules]` entry,
+    then the class's `# atenlint:` comment (which wins)."""
+
+    key: str  # the name the user imports the class by (pyproject keys, factory hooks)
+    init: str  # an expression (or `pkg.mod:function`) returning an instance
+    inputs: str  # ... returning forward()'s argument(s)
+    kwargs: str  # ... returning forward()'s keyword arguments
+    options: dict[str, JsonValue]  # passed to factory functions as `config`
+    factories: str  # a file of init_/inputs_/kwargs_<Class> functions
+    base_dir: str  # what relative factory paths are relative to
+
+
+class GraphOptions(TypedDict, total=False):
+    """What the worker needs to decompose an exported program as each export toolchain
+    does, read from the installed packages by the parent (capture/graphs.py)."""
+
+    onnx_export_ops: list[str]  # the overloads the dynamo ONNX registry implements
+    executorch_decompositions: dict[str, str]  # ExecuTorch's changes to the core-ATen table
+    compile_fullgraph: bool  # the compile target's `fullgraph` setting: Dynamo's nopython verdict too
+
+
+class _FileParamsRequired(TypedDict):
+    path: str  # absolute
+    module: str  # the dotted name the file is imported as
+
+
+class FileParams(_FileParamsRequired, total=False):
+    """What both per-file methods (`analyse`, `static`) read."""
+
+    roots: list[str]  # import roots (the project, `src/`, siblings)
+    skip: list[str]  # qualnames the user asked to skip
+    devices: list[str]  # the targets' devices ("mps", "cuda", "cpu")
+    views: list[str]  # the call-tree views the targets judge (vocabulary.py)
+
+
+class AnalyseParams(FileParams, total=False):
+    """`analyse`: import the file in the worker and capture every class."""
+
+    overlays: dict[str, str]  # path -> the editor's unsaved text, imported instead of the disk's
+    classes: dict[str, ClassRequest]  # qualname -> how to build it
+    infer_inputs: bool | int  # trace classes with inferred inputs: true, false, or at most this many a file
+    graph_options: GraphOptions
+    partial: bool  # send the dispatcher view first (set by the pool when it has a handler)
+
+
+class StaticParams(FileParams, total=False):
+    """`static`: read the classes from source, never import the file."""
+
+    text: str | None  # the file's text (None: read from disk)
+    classes: list[str]  # qualnames to read (empty: every module class)
+
+
+class TargetDataParams(TypedDict, total=False):
+    versions_only: bool  # just the exporters' versions (the cache key), not their tables
+
+
+def analyse_params(
+    path: str,
+    module: str,
+    *,
+    roots: list[str],
+    skip: list[str],
+    devices: list[str],
+    views: list[str],
+    classes: dict[str, ClassRequest],
+    overlays: dict[str, str],
+    infer_inputs: bool | int,
+    graph_options: GraphOptions | None = None,
+) -> AnalyseParams:
+    out: AnalyseParams = {
+        "path": path,
+        "module": module,
+        "roots": roots,
+        "skip": skip,
+        "devices": devices,
+        "views": views,
+        "overlays": overlays,
+        "classes": classes,
+        "infer_inputs": infer_inputs,
+    }
+    if graph_options:
+        out["graph_options"] = graph_options
+    return out
+
+
+def static_params(
+    path: str,
+    module: str,
+    *,
+    text: str | None,
+    classes: list[str],
+    roots: list[str],
+    skip: list[str],
+    devices: list[str],
+    views: list[str],
+) -> StaticParams:
+    return {
+        "path": path,
+        "module": module,
+        "text": text,
+        "classes": classes,
+        "roots": roots,
+        "skip": skip,
+        "devices": devices,
+        "views": views,
+    }
+
+
 # -- messages --------------------------------------------------------------------------------
 
 
@@ -204,7 +440,7 @@ class _RequestRequired(TypedDict):
 
 class Request(_RequestRequired, total=False):
     id: int
-    params: dict[str, Any]
+    params: dict[str, object]  # one of the *Params records above, as JSON; checked by its method
 
 
 class WorkerError(TypedDict, total=False):
@@ -233,8 +469,8 @@ class Partial(TypedDict):
 Message = Reply | Partial
 
 
-def request(request_id: int, method: str, params: dict[str, Any]) -> Request:
-    return {"id": request_id, "method": method, "params": params}
+def request(request_id: int, method: str, params: Mapping[str, object]) -> Request:
+    return {"id": request_id, "method": method, "params": dict(params)}
 
 
 def reply(request_id: int | None, result: Any, recycle: str | None = None) -> Reply:
@@ -282,6 +518,47 @@ def check_request(message: object) -> Request:
     if isinstance(message.get("id"), int):
         out["id"] = message["id"]
     return out
+
+
+def _check_file_params(params: object, where: str) -> dict[str, object]:
+    _expect(params, dict, where)
+    assert isinstance(params, dict)
+    for name in ("path", "module"):
+        _expect(params.get(name), str, f"{where}.{name}")
+    for name in ("roots", "skip", "devices", "views"):
+        if params.get(name) is not None:
+            _expect(params[name], list, f"{where}.{name}")
+    return params
+
+
+def check_analyse_params(params: object) -> AnalyseParams:
+    """The worker's side of `analyse`: the fields capture_file reads."""
+    checked = _check_file_params(params, "analyse")
+    for name, kinds in (("overlays", dict), ("classes", dict), ("graph_options", dict), ("infer_inputs", (bool, int))):
+        if checked.get(name) is not None:
+            _expect(checked[name], kinds, f"analyse.{name}")
+    classes = checked.get("classes")
+    for qualname, entry in (classes if isinstance(classes, dict) else {}).items():
+        _expect(entry, dict, f"analyse.classes.{qualname}")
+    return checked  # type: ignore[return-value]  # checked above, field by field
+
+
+def check_static_params(params: object) -> StaticParams:
+    """The worker's side of `static`."""
+    checked = _check_file_params(params, "static")
+    if checked.get("text") is not None:
+        _expect(checked["text"], str, "static.text")
+    if checked.get("classes") is not None:
+        _expect(checked["classes"], list, "static.classes")
+    return checked  # type: ignore[return-value]  # checked above, field by field
+
+
+def check_target_data_params(params: object) -> TargetDataParams:
+    _expect(params, dict, "target_data")
+    assert isinstance(params, dict)
+    if params.get("versions_only") is not None:
+        _expect(params["versions_only"], bool, "target_data.versions_only")
+    return params  # type: ignore[return-value]  # checked above, field by field
 
 
 def check_message(message: object) -> Message:
@@ -399,30 +676,48 @@ def check_captured_op(op: object, where: str) -> CapturedOp:
 __all__ = [
     "METHODS",
     "PROTOCOL_VERSION",
+    "AnalyseParams",
+    "BuildError",
+    "CallFacts",
     "CallTree",
     "CapturedOp",
     "ClassAnswer",
+    "ClassRequest",
+    "DelegateFacts",
     "ErrorInfo",
     "FileAnswer",
+    "FileParams",
+    "GraphOptions",
     "Hello",
     "ImportFailure",
+    "JsonValue",
     "LibraryFacts",
     "Message",
     "Method",
     "Partial",
     "ProtocolError",
+    "Refusal",
     "Reply",
     "Request",
     "Site",
+    "StaticParams",
+    "TargetDataParams",
     "WorkerError",
+    "analyse_params",
+    "captured_op",
+    "check_analyse_params",
     "check_captured_op",
     "check_class_answer",
     "check_file_answer",
     "check_hello",
     "check_message",
     "check_request",
+    "check_static_params",
+    "check_target_data_params",
     "error_reply",
     "partial",
     "reply",
     "request",
+    "seen_in",
+    "static_params",
 ]

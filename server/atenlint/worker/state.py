@@ -18,14 +18,18 @@ import os
 import signal
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .. import torchcompat
+
+if TYPE_CHECKING:
+    from _typeshed.importlib import PathEntryFinderProtocol  # sys.path_importer_cache's values
 
 
 @dataclass
@@ -131,7 +135,7 @@ def _namespaces() -> list[_Namespace]:
 
 @dataclass
 class Snapshot:
-    flags: dict[str, Any]
+    flags: dict[str, object]  # by flag name: its value before the analysis
     default_device: Any
     mode_depths: tuple[int, int] | None  # (torch function modes, dispatch modes); None: unknown
     inference_mode: bool
@@ -142,12 +146,12 @@ class Snapshot:
     sys_path: list[Any]
     meta_path: list[Any]
     path_hooks: list[Any]
-    path_importer_cache: dict[str, Any]
-    modules: dict[str, Any]
-    environ: dict[str, Any]
+    path_importer_cache: dict[str, PathEntryFinderProtocol | None]
+    modules: dict[str, types.ModuleType]
+    environ: dict[str, str]
     cwd: str
     signals: dict[int, Any]
-    namespaces: dict[str, Any]
+    namespaces: dict[str, dict[str, object]]  # a library namespace's attributes by name
     threads: set[Any]
     script_classes: set[Any] = field(default_factory=set)
 

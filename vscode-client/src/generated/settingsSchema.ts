@@ -21,7 +21,7 @@ export interface SettingSpec {
     readonly server: boolean;
 }
 
-export const TARGETS = ["mps", "cuda", "xla", "onnx", "executorch", "core-aten", "coreml", "tensorrt", "torchscript"] as const;
+export const TARGETS = ["mps", "cuda", "xla", "onnx", "executorch", "core-aten", "coreml", "tensorrt", "torchscript", "compile", "executorch:xnnpack", "executorch:coreml", "executorch:vulkan"] as const;
 /** onnx:N, ONNX at opset N. */
 export const ONNX_OPSET_TARGET = /^onnx:[0-9]+$/;
 export const SEVERITIES = ["error", "warning", "information", "hint", "off"] as const;

@@ -1,14 +1,19 @@
 """The parent's side of the sandbox: each action the worker refused becomes one ATL012
-diagnostic on the user's line that attempted it. No torch, no user code here."""
+diagnostic on the user's line that attempted it. No torch, no user code here.
+
+Parent side (it makes `Finding`s), so it lives next to `answers.py`, not in `worker/`:
+the worker only records refusals (`worker/sandbox.py`), as `protocol.Refusal` records.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from .. import findings as codes
-from ..findings import Finding
-from ..sourcetext import Position, Range
+from . import findings as codes
+from .captured import FileCapture
+from .findings import Finding
+from .sourcetext import Position, Range
+from .worker.protocol import FileAnswer, Refusal
 
 _PHASES = {"import": "importing this file", "build": "building a class of this file", "analyse": "analysing this file"}
 _RULES = {
@@ -21,11 +26,12 @@ _RULES = {
 _HOW_TO_ALLOW = "run with ATENLINT_SANDBOX=off (or `atenlint check --no-sandbox`) if you need it"
 
 
-def refusal_findings(result: Any, answer: dict[str, Any]) -> list[Finding]:
-    """ATL012 findings for `answer["refusals"]` of one analysed file (a FileCapture)."""
+def refusal_findings(result: FileCapture, answer: FileAnswer) -> list[Finding]:
+    """ATL012 findings for `answer["refusals"]` of one analysed file."""
     found: list[Finding] = []
-    seen: set[Any] = set()
+    seen: set[tuple[int, str | None, str | None]] = set()
     for refusal in answer.get("refusals") or ():
+        # check_file_answer checks the list, not each entry: a malformed entry is skipped.
         if not isinstance(refusal, dict):
             continue
         line = refusal.get("analysed_line") or 0
@@ -37,7 +43,7 @@ def refusal_findings(result: Any, answer: dict[str, Any]) -> list[Finding]:
     return found
 
 
-def _finding(result: Any, refusal: dict[str, Any], line0: int) -> Finding:
+def _finding(result: FileCapture, refusal: Refusal, line0: int) -> Finding:
     kind = str(refusal.get("kind") or "process")
     where = ""
     file, line = refusal.get("file"), refusal.get("line")

@@ -1,0 +1,237 @@
+"""ExecuTorch delegate views: which nodes of the program `to_edge_transform_and_lower`
+builds a delegate's partitioner takes, and why it leaves the others to the CPU.
+
+For each delegate (XNNPACK, Core ML, Vulkan) the installed executorch's own code does all
+the deciding, on the class's `torch.export` program (fake tensors, as the export views):
+
+- `_gen_edge_manager_for_partitioners`, the first half of `to_edge_transform_and_lower`:
+  the partitioner's `ops_to_not_decompose` (with its per-node filter) keeps the ops it
+  fuses whole (`linear`, `conv2d` for Core ML), and to_edge decomposes the rest, so the
+  edge graph is the one the partitioner really sees;
+- the partitioner's own `partition()` then tags the nodes it takes (`delegation_tag`).
+  Nothing is lowered: the backend's `preprocess` (serialising weights, compiling a Core ML
+  model) never runs, and the tags are cleared afterwards.
+
+Reasons are what the partitioner itself logs while it decides: `WhyNoPartition` records
+(XNNPACK's configs: "invalid dtype", "mean.dim only supports keepdim=True") and the
+messages other partitioners log about a node ("[Vulkan Partitioner] Due to [op args not
+supported], skipping ..."). A node left by an XNNPACK config whose supported precisions
+are quantized ones only (`supported_precision_types`) is marked so: that config waits for
+a quantized pattern, which fp32 code never forms.
+
+Runs inside the worker: executorch is imported only here, only when a delegate view is
+asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, cast
+
+import torch
+
+from .. import torchcompat
+from ..worker.protocol import DelegateFacts
+from ..worker.vocabulary import DELEGATE_VIEW_PREFIX
+from .decompose import canonical_name
+
+VIEW_PREFIX = DELEGATE_VIEW_PREFIX  # the view is named as its target
+
+# The partitioner each delegate target runs: (module, class), as executorch documents them.
+PARTITIONERS: dict[str, tuple[str, str]] = {
+    "xnnpack": ("executorch.backends.xnnpack.partition.xnnpack_partitioner", "XnnpackPartitioner"),
+    "coreml": ("executorch.backends.apple.coreml.partition", "CoreMLPartitioner"),
+    "vulkan": ("executorch.backends.vulkan.partitioner.vulkan_partitioner", "VulkanPartitioner"),
+}
+DELEGATE_VIEWS = tuple(VIEW_PREFIX + name for name in PARTITIONERS)
+
+_VULKAN_REASON = re.compile(r"Due to \[(?P<reason>.+?)\], skipping")
+_REASON_LIMIT = 200
+
+
+class DelegateUnavailable(Exception):
+    """The installed executorch cannot run this delegate's partitioner here."""
+
+
+@dataclass(frozen=True)
+class DelegateNode:
+    """One op node of the edge program and what the delegate's partitioner made of it."""
+
+    op: str  # the overload (`aten::mean.dim`, `dim_order_ops::_to_dim_order_copy`)
+    node: Any  # the torch.fx.Node (its stack locates it)
+    delegated: bool
+    reasons: tuple[str, ...]  # the partitioner's own words, first first
+    quantized_only: bool  # an XNNPACK config takes this op only in a quantized pattern
+
+
+def delegate_name(view: str) -> str:
+    return view.removeprefix(VIEW_PREFIX)
+
+
+def partitioner(name: str) -> Any:
+    """A fresh instance of the delegate's partitioner, with its defaults."""
+    module_name, class_name = PARTITIONERS[name]
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except Exception as error:  # noqa: BLE001 - a delegate the wheel cannot load here
+        raise DelegateUnavailable(f"{module_name}.{class_name}: {type(error).__name__}: {error}"[:300]) from None
+    return cls()
+
+
+def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
+    """The edge program's op nodes for one delegate, each with the partitioner's decision.
+    Raises DelegateUnavailable when the partitioner cannot run, any other error when
+    to_edge itself fails on the program (the caller reports it as the view's failure)."""
+    try:
+        program = importlib.import_module("executorch.exir.program._program")
+        config = importlib.import_module("executorch.exir").EdgeCompileConfig()
+        edge_for = program._gen_edge_manager_for_partitioners
+    except (ImportError, AttributeError) as error:
+        raise DelegateUnavailable(f"executorch's to_edge_transform_and_lower internals: {error}") from None
+    chosen = partitioner(name)
+    with _quiet():
+        manager = edge_for({"forward": [chosen]}, {"forward": exported}, config, None, False)
+        edge = manager.exported_program("forward")
+        with _Reasons() as reasons:
+            chosen.partition(edge)
+    quantized_only = _quantized_only_targets(chosen)
+    out: list[DelegateNode] = []
+    for node in edge.graph_module.graph.nodes:
+        if node.op != "call_function":
+            continue
+        op = _overload_of(node.target)
+        if op is None:
+            continue  # getitem, executorch_call_delegate: not ops a kernel runs
+        tagged = node.meta.pop("delegation_tag", None) is not None
+        target_name = _config_name(node.target)
+        out.append(
+            DelegateNode(
+                canonical_name(op),
+                node,
+                tagged,
+                tuple(dict.fromkeys(reasons.get(node, ()))),
+                not tagged and target_name in quantized_only,
+            )
+        )
+    for node in edge.graph_module.graph.nodes:  # constants the partitioner tagged too
+        node.meta.pop("delegation_tag", None)
+    return out
+
+
+def _overload_of(target: Any) -> Any:
+    """The OpOverload behind an edge dialect op (EdgeOpOverload keeps it as `_op`)."""
+    if torchcompat.is_op_overload(target):
+        return target
+    inner = getattr(target, "_op", None)
+    return inner if torchcompat.is_op_overload(inner) else None
+
+
+def _config_name(target: Any) -> str:
+    """The name XNNPACK's configs are keyed by (executorch's `format_target_name`)."""
+    names = str(getattr(target, "__name__", "")).split(".")
+    if len(names) > 2:
+        names.pop(0)
+    return ".".join(names)
+
+
+def _quantized_only_targets(chosen: Any) -> set[str]:
+    """The op names whose partitioner config supports quantized precisions only
+    (XNNPACK's `supported_precision_types` without FP32)."""
+    configs = getattr(chosen, "target_partitioner_configs", None)
+    if not isinstance(configs, dict):
+        return set()
+    out = set()
+    for target_name, config in configs.items():
+        with contextlib.suppress(Exception):  # a config without precisions: not quantized-only
+            precisions = [getattr(p, "name", str(p)) for p in config.supported_precision_types()]
+            if precisions and "FP32" not in precisions:
+                out.add(target_name)
+    return out
+
+
+class _Reasons(logging.Handler):
+    """What a partitioner logs about each node while it decides, keyed by the node: a
+    `WhyNoPartition` record names its node; any other record is attributed to the
+    innermost frame that holds a `node` of the graph (Vulkan's `log_skip(node, reason)`)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.found: dict[Any, list[str]] = {}
+        self._saved: tuple[int, list[logging.Handler]] = (logging.NOTSET, [])
+
+    def __enter__(self) -> dict[Any, list[str]]:
+        # The only handler meanwhile: debug records must not reach the worker's own ones.
+        root = logging.getLogger()
+        self._saved = (root.level, list(root.handlers))
+        root.handlers = [self]
+        root.setLevel(logging.DEBUG)
+        return self.found
+
+    def __exit__(self, *exc: object) -> None:
+        root = logging.getLogger()
+        root.setLevel(self._saved[0])
+        root.handlers = self._saved[1]
+
+    def emit(self, record: logging.LogRecord) -> None:
+        node, reason = _node_and_reason(record)
+        if node is not None and reason:
+            self.found.setdefault(node, []).append(reason[:_REASON_LIMIT])
+
+
+def _node_and_reason(record: logging.LogRecord) -> tuple[Any, str]:
+    message: Any = record.msg
+    node = getattr(message, "node", None)
+    reason = getattr(message, "reason", None)
+    if isinstance(node, torch.fx.Node) and isinstance(reason, str):
+        return node, reason
+    try:
+        text = record.getMessage()
+    except Exception:  # noqa: BLE001 - a record that cannot be formatted says nothing
+        return None, ""
+    match = _VULKAN_REASON.search(text)
+    if match is None:
+        return None, ""
+    frame = sys._getframe(2)
+    while frame is not None:
+        candidate = frame.f_locals.get("node")
+        if isinstance(candidate, torch.fx.Node):
+            return candidate, match["reason"]
+        frame = frame.f_back  # type: ignore[assignment]
+    return None, ""
+
+
+@contextlib.contextmanager
+def _quiet() -> Any:
+    """The partitioners and coremltools log at INFO and print progress bars: none of it
+    may reach the worker's protocol stream."""
+    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def merged_delegate(earlier: Any, facts: dict[str, Any]) -> DelegateFacts:
+    """One call site's decision when several nodes of the same op come from it (a loop, a
+    repeated block): taken only if every one of them is, with all their reasons."""
+    before = (earlier or {}).get("delegate") if isinstance(earlier, dict) else None
+    if not before:
+        return cast(DelegateFacts, dict(facts))
+    out: DelegateFacts = {"delegated": bool(before.get("delegated")) and bool(facts.get("delegated"))}
+    reasons = list(dict.fromkeys([*(before.get("reasons") or ()), *(facts.get("reasons") or ())]))
+    if reasons:
+        out["reasons"] = reasons
+    if not out["delegated"]:
+        # Quantized-only stands when every node left at the site was left for that reason.
+        left = [f for f in (before, facts) if not f.get("delegated")]
+        if all(f.get("quantized_only") for f in left):
+            out["quantized_only"] = True
+    counts = int(before.get("nodes", 1)) + int(facts.get("nodes", 1))
+    out["nodes"] = counts
+    out["taken"] = int(before.get("taken", int(bool(before.get("delegated"))))) + int(
+        facts.get("taken", int(bool(facts.get("delegated"))))
+    )
+    return out

@@ -1,0 +1,185 @@
+"""The compile view: where the installed torch's own Dynamo splits a class's graph.
+
+`torch.compile` users learn about graph breaks at run time, from `TORCH_LOGS` or
+`torch._dynamo.explain`. This view runs exactly what `explain` runs — Dynamo's frame
+evaluation with a backend that compiles nothing and only records each graph's
+`compile_subgraph_reason` — once per class, on real CPU tensors of the example inputs'
+shapes: fake or meta tensors stop at the first data-dependent value (`.item()`, an `if`
+on a tensor), which is exactly what a break report must get past. Dynamo's state is reset
+before and after each class, so one class's cache never hides another's breaks.
+
+Every break keeps Dynamo's own reason and the user's frame: Dynamo records the user stack
+of each break; frames in torch or other installed libraries are walked up to the
+innermost frame of the user's own code. Runs inside the worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any
+
+import torch
+
+from .. import torchcompat
+from ..worker.protocol import CompileAnswer, ErrorInfo, GraphBreak, Site
+from ..worker.vocabulary import VIEW_COMPILE
+from .paths import is_library_file
+
+COMPILE_VIEW = VIEW_COMPILE  # not a call tree: its own record (ClassAnswer["compile"])
+
+# Dynamo's text after these lines is for torch developers (internal objects, links to its
+# own issue tracker), not for the user's message.
+_DEVELOPER_MARKERS = ("Developer debug context", "For more details about this graph break")
+_DETAILS_LIMIT = 600
+_NOISE = ("Hint: Please report an issue to PyTorch", "Hint: It may be possible to write Dynamo tracing rules")
+
+
+def compile_view(
+    instance: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    real_inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
+    limit_bytes: int | None = None,
+    fullgraph: bool = False,
+) -> CompileAnswer:
+    """Dynamo's graph breaks for `instance(*args, **kwargs)` (meta tensors; run on real CPU
+    ones, `real_inputs` when the user's expression could be evaluated on the CPU);
+    `fullgraph`: also Dynamo's fullgraph verdict (the `fullgraph` setting asks for it)."""
+    from .graphs import REAL_TENSOR_LIMIT_BYTES, _real_size_problem, on_real_cpu
+
+    too_large = _real_size_problem(instance, args, kwargs, limit_bytes or REAL_TENSOR_LIMIT_BYTES)
+    if too_large:
+        return {"error": {"message": too_large.replace("torch.jit.trace", "Dynamo"), "site": None}}
+    with on_real_cpu(instance, args, kwargs, real_inputs) as (real_args, real_kwargs):
+        instance.eval()
+        return dynamo_breaks(instance, real_args, real_kwargs, fullgraph)
+
+
+def dynamo_breaks(
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fullgraph: bool = False
+) -> CompileAnswer:
+    """Run `function` under Dynamo as `torch._dynamo.explain(function)(*args, **kwargs)`
+    does (`optimize(backend, nopython=False)`, the same reset before and after), recording
+    each compiled graph's break reason. The user's code really runs (eagerly, between the
+    graphs): prints print, as under `explain`. With `fullgraph`, a class with breaks is run
+    once more with `nopython=True` (what `torch.compile(fullgraph=True)` does): its cost is
+    paid only by projects that compile that way."""
+    try:
+        dynamo = torchcompat.dynamo()
+    except torchcompat.Unavailable as missing:
+        return {"breaks": [], "graphs": 0, "error": {"message": str(missing), "site": None}}
+
+    breaks: list[GraphBreak] = []
+    graphs = 0
+
+    def record(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        nonlocal graphs
+        graphs += 1
+        reason = getattr(graph_module, "compile_subgraph_reason", None)
+        if reason is not None and reason.graph_break:
+            breaks.append(_graph_break(reason))
+        return graph_module.forward
+
+    dynamo.reset()
+    answer: CompileAnswer
+    try:
+        with warnings.catch_warnings(), _quiet_dynamo():
+            warnings.simplefilter("ignore")
+            dynamo.optimize(record, nopython=False)(function)(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the user's code raised (under Dynamo or eagerly)
+        answer = {"breaks": breaks, "graphs": graphs, "error": _error_info(error)}
+    else:
+        answer = {"breaks": breaks, "graphs": graphs}
+    finally:
+        dynamo.reset()
+    if fullgraph and breaks and "error" not in answer:
+        answer.update(_fullgraph_verdict(function, args, kwargs))
+    return answer
+
+
+def _fullgraph_verdict(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileAnswer:
+    """Whether `torch.compile(fullgraph=True)` captures what the default mode splits: a few
+    breaks are not breaks with one graph (Dynamo keeps `.item()` as a symbolic value then),
+    so the fullgraph verdict is Dynamo's own run with `nopython=True`, not a guess."""
+    dynamo = torchcompat.dynamo()  # present: dynamo_breaks ran it
+
+    def compile_nothing(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        return graph_module.forward
+
+    dynamo.reset()
+    try:
+        with warnings.catch_warnings(), _quiet_dynamo():
+            warnings.simplefilter("ignore")
+            dynamo.optimize(compile_nothing, nopython=True)(function)(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - Dynamo's Unsupported (or the user's code) raised
+        info = _error_info(error)
+        stack = getattr(error, "real_stack", None)
+        user = [_site(frame) for frame in (stack or []) if not is_library_file(frame.filename)]
+        if user:
+            info["site"] = user[-1]
+        headline, _ = split_reason(str(error))
+        info["message"] = headline or info["message"]
+        return {"fullgraph": False, "fullgraph_error": info}
+    finally:
+        dynamo.reset()
+    return {"fullgraph": True}
+
+
+@contextlib.contextmanager
+def _quiet_dynamo() -> Any:
+    """Dynamo logs each break as a warning (`Graph break from Tensor.item()`), on the
+    worker's stderr; the answer carries them instead."""
+    import logging
+
+    logger = logging.getLogger(torchcompat.DYNAMO_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _graph_break(reason: Any) -> GraphBreak:
+    text = str(getattr(reason, "reason", "") or "")
+    headline, details = split_reason(text)
+    stack = [_site(frame) for frame in (getattr(reason, "user_stack", None) or [])]
+    user = [site for site in stack if not site.get("library")]
+    return {"reason": headline, "details": details, "site": user[-1] if user else None, "stack": user}
+
+
+def split_reason(text: str) -> tuple[str, str]:
+    """Dynamo's reason as a headline (its first line) and the explanation and hint that
+    follow it, without the developer context."""
+    lines = text.strip().splitlines()
+    headline = lines[0].strip() if lines else ""
+    kept: list[str] = []
+    for line in lines[1:]:
+        if line.strip().startswith(_DEVELOPER_MARKERS):
+            break
+        if line.strip() and not line.strip().startswith(_NOISE):
+            kept.append(line.strip())
+    return headline, " ".join(kept)[:_DETAILS_LIMIT]
+
+
+def _site(frame: Any) -> Site:
+    """A traceback.FrameSummary as a Site (columns when Python recorded them: 3.11+)."""
+    line = int(frame.lineno or 0)
+    site: Site = {"file": frame.filename, "line": line, "col": -1, "span_lines": 1, "end_col": None}
+    col, end_line, end_col = (getattr(frame, name, None) for name in ("colno", "end_lineno", "end_colno"))
+    if isinstance(col, int) and isinstance(end_line, int) and isinstance(end_col, int) and end_line >= line:
+        site["col"], site["span_lines"], site["end_col"], site["exact"] = col, end_line - line + 1, end_col, True
+    site["library"] = is_library_file(frame.filename)
+    return site
+
+
+def _error_info(error: BaseException) -> ErrorInfo:
+    """Where the run stopped: the innermost user frame of the error's traceback."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    user = [f for f in frames if not is_library_file(f.filename)]
+    site = _site(user[-1]) if user else None
+    first = (str(error).strip().splitlines() or [""])[0]
+    return {"message": f"{type(error).__name__}: {first[:300]}", "site": site}

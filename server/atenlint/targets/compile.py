@@ -1,0 +1,168 @@
+"""torch.compile: where the installed torch's Dynamo splits the graph (graph breaks), at the
+user's line, with Dynamo's own reason.
+
+The verdict is the worker's compile view (capture/dynamo_view.py: Dynamo itself, on real
+CPU tensors of the example inputs, with a backend that compiles nothing), or without
+inputs the breaks the source shows for certain (capture/compile_static.py). A break costs
+speed, not correctness, so it is a warning; with `fullgraph = true`
+(`torch.compile(fullgraph=True)`, `torch.export(strict=True)`, AOTInductor) Dynamo raises
+at the first one, so each is an error there. What was read from the source alone is never
+an error: at most a warning.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..worker.protocol import CallTree, ClassAnswer, CompileAnswer, GraphBreak, Site
+from .base import ClassResult, Problem, Support, Target, TargetStatus, Verdict
+
+BREAK = "COMPILE001"  # Dynamo splits the graph here
+SOURCE_BREAK = "COMPILE002"  # read from the source (no inputs): a break whatever the values
+NOT_RUN = "COMPILE003"  # Dynamo could not run the class with its inputs: no verdict
+
+# Dynamo's reason -> what happens, in the user's words (the wording only: which calls
+# break is Dynamo's own decision, reported as it gives it). First match wins.
+_BRANCH = (
+    "a Python `if`/`while` on a tensor's value (data-dependent control flow); "
+    "torch.where or torch.cond keep both sides in the graph"
+)
+_ITEM = (
+    "`.item()` takes a Python number out of a tensor; torch._check_is_size / torch._check "
+    "(or Dynamo's `capture_scalar_outputs` config set to True) keep it in the graph"
+)
+_SKIPPED = (
+    "a function torch.compile is told to skip (torch.compiler.disable, or code Dynamo "
+    "does not trace) runs eagerly, outside the graph"
+)
+_USER_WORDS = (
+    (r"generic_jump|data-dependent branching|jump.*tensor", _BRANCH),
+    (r"Tensor\.item\(\)", _ITEM),
+    (r"tolist", "`.tolist()` takes Python values out of a tensor"),
+    (r"`print`|builtin operator print", "`print` runs in Python, outside the graph"),
+    (r"numpy", "`.numpy()` leaves the graph for NumPy"),
+    (r"logging|logger", "a logging call runs in Python, outside the graph"),
+    (r"disable|skip", _SKIPPED),
+    (r"builtin|C extension|non-Python|pybind|unsupported", "a call Dynamo cannot trace"),
+)
+
+
+def user_words(reason: str) -> str:
+    for pattern, words in _USER_WORDS:
+        if re.search(pattern, reason, re.IGNORECASE):
+            return words
+    return "Dynamo cannot trace this code"
+
+
+class CompileTarget(Target):
+    name = "compile"
+    description = "torch.compile: Dynamo graph breaks"
+    device = "cpu"
+    # Not a call tree: the worker's own compile record (ClassAnswer["compile"]); captured
+    # after every other view, so the fast targets' diagnostics never wait for Dynamo.
+    tree_view = "compile"
+
+    def __init__(self, torch_version: str, fullgraph: bool = False) -> None:
+        self.torch_version = torch_version
+        self.fullgraph = fullgraph
+
+    def problems(self, tree: CallTree, phases: tuple[str, ...]) -> list[Problem]:
+        return []  # the verdict is per break (class_results), never per op
+
+    def verdict(self, problems: list[Problem]) -> Verdict:
+        return Verdict(self._break_severity(), BREAK, "breaks the torch.compile graph")
+
+    def _break_severity(self) -> str:
+        return "error" if self.fullgraph else "warning"
+
+    def class_results(self, cls: ClassAnswer) -> list[ClassResult]:
+        view = cls.get("compile")
+        if not view:
+            return []
+        name = cls["name"]
+        from_source = bool(view.get("source"))
+        # Dynamo reports a break once per graph it splits (a loop's body: each pass): one
+        # result per line and reason, with how often.
+        counted: dict[tuple[str, int, str], int] = {}
+        firsts: dict[tuple[str, int, str], GraphBreak] = {}
+        for found in view.get("breaks", []):
+            site = found.get("site")
+            key = (site["file"], site["line"], found.get("reason", "")) if site else ("", 0, found.get("reason", ""))
+            counted[key] = counted.get(key, 0) + 1
+            firsts.setdefault(key, found)
+        results = [self._break_result(name, view, found, counted[key], from_source) for key, found in firsts.items()]
+        stop = view.get("fullgraph_error")
+        stop_site = stop.get("site") if stop else None
+        if self.fullgraph and stop and stop_site and not any(self._at(stop_site, f) for f in firsts.values()):
+            results.append(
+                ClassResult(
+                    "error",
+                    BREAK,
+                    f"torch.compile(fullgraph=True) raises here in `{name}`: {stop.get('message', '')}",
+                    site=stop_site,
+                )
+            )
+        error = view.get("error")
+        if error and not from_source:
+            results.append(
+                ClassResult(
+                    "information",
+                    NOT_RUN,
+                    f"Dynamo could not run `{name}` with its example inputs ({error.get('message', '')}); "
+                    "the graph breaks before that point are reported, none after it",
+                    site=error.get("site"),
+                )
+            )
+        return results
+
+    @staticmethod
+    def _at(site: Site | None, found: GraphBreak) -> bool:
+        other = found.get("site")
+        return bool(site and other and site["file"] == other["file"] and site["line"] == other["line"])
+
+    def _break_result(
+        self, name: str, view: CompileAnswer, found: GraphBreak, times: int, from_source: bool
+    ) -> ClassResult:
+        reason = found.get("reason", "")
+        if from_source:
+            what = reason.partition(": ")[2] or reason
+            return ClassResult(
+                "warning",
+                SOURCE_BREAK,
+                f"torch.compile splits the graph of `{name}` here: {what}. Read from the source (no example "
+                "inputs); give inputs to have Dynamo itself decide",
+                site=found.get("site"),
+            )
+        details = found.get("details", "")
+        dynamo = reason + (f" — {details}" if details else "")
+        again = f" ({times} times)" if times > 1 else ""
+        words = user_words(f"{reason}\n{details}")
+        severity, consequence = "warning", "torch.compile splits the graph here"
+        if self.fullgraph:
+            if view.get("fullgraph") is True:
+                # Dynamo's own fullgraph run captured the whole class: this split happens
+                # only without fullgraph (a `.item()` becomes a symbolic value with one graph).
+                severity = "information"
+                consequence = "torch.compile splits the graph here without fullgraph (fullgraph=True captures it)"
+            else:
+                severity, consequence = "error", "torch.compile(fullgraph=True) raises at this graph break"
+        return ClassResult(
+            severity,
+            BREAK,
+            f"{consequence}{again} in `{name}`: {words}. Dynamo (torch {self.torch_version}): {dynamo}",
+            site=found.get("site"),
+        )
+
+    def support(self, op: str) -> Support:
+        return {
+            "verdict": "supported",
+            "reason": "Dynamo traces every dispatcher op; breaks come from Python code around the ops",
+        }
+
+    def status(self) -> TargetStatus:
+        return {
+            "target": self.name,
+            "available": True,
+            "description": self.description,
+            "data": {"compiler": f"Dynamo of torch {self.torch_version}", "fullgraph": self.fullgraph},
+        }

@@ -1,0 +1,111 @@
+"""The delegate views agree with the real `to_edge_transform_and_lower`: on small
+hand-written modules (a dtype, a keepdim argument, an op no delegate has, a rank), the
+nodes atenlint says a partitioner leaves to the CPU, read on fake tensors, are exactly
+those the real lowering, on real tensors, leaves outside its delegate calls."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from collections import Counter
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+pytest.importorskip("executorch.exir")
+
+from atenlint.capture.decompose import canonical_name
+from atenlint.capture.delegate_view import (
+    DelegateUnavailable,
+    delegate_nodes,
+    merged_delegate,
+    partitioner,
+)
+from atenlint.capture.graphs import on_fake_cpu
+
+
+class Mixed(nn.Module):
+    """A conv block XNNPACK takes; a mean without keepdim (XNNPACK's MeanDimConfig declines
+    it); cumsum and sort (no XNNPACK config at all); float64 arithmetic (a dtype it
+    declines); a 5-D add."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x).relu().mean((2, 3))
+        z = torch.cumsum(y, 1)
+        s = torch.sort(y, 1)[0][:, :4]
+        d = (y[:, :4].to(torch.float64) * 2).float()
+        w = (v + 1).sum()
+        return self.fc(z) + s + d + w
+
+
+def _inputs() -> tuple[torch.Tensor, ...]:
+    return torch.randn(1, 3, 16, 16), torch.randn(1, 2, 2, 2, 2)
+
+
+def _real_left(name: str) -> Counter[str]:
+    """The op nodes the real lowering keeps outside its delegate calls."""
+    to_edge_transform_and_lower = importlib.import_module("executorch.exir").to_edge_transform_and_lower
+
+    module = Mixed().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(module, _inputs(), strict=False)
+        lowered = to_edge_transform_and_lower(exported, partitioner=[partitioner(name)])
+    left: Counter[str] = Counter()
+    for node in lowered.exported_program().graph.nodes:
+        target = getattr(node.target, "_op", node.target)
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
+            left[canonical_name(target)] += 1
+    return left
+
+
+def _atenlint_left(name: str) -> tuple[Counter[str], list[Any]]:
+    """The same, as atenlint reads it: meta weights swapped for fake CPU tensors."""
+    with torch.device("meta"):
+        module = Mixed().eval()
+    args = tuple(t.to("meta") for t in _inputs())
+    with on_fake_cpu(module, args, {}) as (_mode, fake_args, _kwargs), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(module, tuple(fake_args), strict=False)
+        nodes = delegate_nodes(exported, name)
+    return Counter(n.op for n in nodes if not n.delegated), nodes
+
+
+# XNNPACK on every run; Vulkan's real lowering serialises its shaders' graph (about 3x
+# XNNPACK's time), so its agreement runs where the real-model suite runs (`=all`).
+_DELEGATES = ["xnnpack", "vulkan"] if os.environ.get("ATENLINT_DELEGATE_AGREEMENT") == "all" else ["xnnpack"]
+
+
+@pytest.mark.parametrize("name", _DELEGATES)
+def test_undelegated_nodes_agree_with_the_real_lowering(name: str) -> None:
+    try:
+        ours, nodes = _atenlint_left(name)
+    except DelegateUnavailable as error:
+        pytest.skip(str(error))
+    assert ours == _real_left(name)
+    # The cases the module was written for are among them, with the partitioner's reasons.
+    assert {"aten::cumsum", "aten::sort", "aten::mean.dim"} <= set(ours)
+    reasons = {n.op: n.reasons for n in nodes if not n.delegated}
+    assert reasons["aten::mean.dim"], "the partitioner says why it leaves mean.dim"
+    if name == "xnnpack":
+        assert "keepdim" in reasons["aten::mean.dim"][0]
+        assert any("dtype" in r for n in nodes if n.op == "aten::mul.Tensor" for r in n.reasons)
+        # Each node's stack still points at the user's line.
+        cumsum = next(n for n in nodes if n.op == "aten::cumsum")
+        assert "torch.cumsum" in (cumsum.node.meta.get("stack_trace") or "")
+
+
+def test_several_nodes_at_one_site_are_taken_only_if_all_are() -> None:
+    first = merged_delegate(None, {"delegated": True})
+    both = merged_delegate({"delegate": first}, {"delegated": False, "reasons": ["invalid dtype"]})
+    assert both == {"delegated": False, "reasons": ["invalid dtype"], "nodes": 2, "taken": 1}
+    quantized = merged_delegate({"delegate": {"delegated": False, "quantized_only": True}}, {"delegated": True})
+    assert quantized["quantized_only"] is True and quantized["taken"] == 1

@@ -1,0 +1,124 @@
+"""The compile view against torch._dynamo.explain and torch.compile(fullgraph=True), run here
+on the same modules with the same real CPU tensors: an agreement test, not a recorded list."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import warnings
+
+import pytest
+import torch
+
+from atenlint.capture.compile_static import source_breaks
+from atenlint.capture.dynamo_view import dynamo_breaks
+from atenlint.capture.paths import is_library_file
+from support import TESTS
+
+CASES_PATH = os.path.join(TESTS, "data", "compile", "compile_cases.py")
+KINDS = ["Branch", "Item", "ToList", "Print", "Logging", "CExtension", "ThirdParty", "Disabled", "Helper", "Clean"]
+# Kinds whose break the source shows for certain (the others need Dynamo's own run).
+SOURCE_CERTAIN = {"Branch", "Item", "ToList", "Print", "Disabled", "Helper", "Clean"}
+
+
+@pytest.fixture(scope="module")
+def cases():
+    spec = importlib.util.spec_from_file_location("compile_cases", CASES_PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["compile_cases"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("compile_cases", None)
+
+
+def _explain(model, x):
+    """`explain`'s breaks as (headline, innermost user line): its stack walked up out of
+    library files, as atenlint reports a break at the user's line."""
+    out = torch._dynamo.explain(model)(x)
+    found = []
+    for reason in out.break_reasons:
+        user = [frame for frame in reason.user_stack if not is_library_file(frame.filename)]
+        found.append((reason.reason.strip().splitlines()[0], user[-1].lineno if user else None))
+    return found
+
+
+def _fullgraph_compiles(model, x):
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.compile(model, fullgraph=True, backend="eager")(x)
+    except Exception:  # noqa: BLE001 - Dynamo's Unsupported: the verdict
+        return False
+    finally:
+        torch._dynamo.reset()
+    return True
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_breaks_agree_with_explain_and_fullgraph(cases, kind, capsys):
+    model, x = getattr(cases, kind)().eval(), torch.ones(2, 3)
+    answer = dynamo_breaks(model, (x,), {}, fullgraph=True)
+    assert "error" not in answer
+    ours = [(b["reason"], b["site"]["line"] if b.get("site") else None) for b in answer["breaks"]]
+    assert ours == _explain(model, x)
+    assert all(b["site"]["file"] == CASES_PATH for b in answer["breaks"])
+    assert (kind != "Clean") == bool(ours)
+    # The fullgraph verdict: Dynamo's own nopython run, as torch.compile(fullgraph=True) decides.
+    expected = _fullgraph_compiles(model, x)
+    assert answer.get("fullgraph", True) is expected
+    if not expected:
+        assert answer["fullgraph_error"]["site"]["line"] in {line for _, line in ours}
+    if kind in SOURCE_CERTAIN:
+        # Without inputs, the source pass finds the same lines (never more).
+        read = source_breaks(getattr(cases, kind))
+        assert read["source"] is True
+        assert sorted(b["site"]["line"] for b in read["breaks"]) == sorted(line for _, line in ours)
+
+
+def test_each_break_kind_has_dynamos_reason(cases):
+    model = cases.Print().eval()
+    answer = dynamo_breaks(model, (torch.ones(2, 3),), {})
+    (found,) = answer["breaks"]
+    assert "print" in found["details"] and "Developer debug context" not in found["details"]
+    assert found["stack"][-1] == found["site"]
+
+
+def test_the_compile_view_comes_after_the_partial_answer(tmp_path, monkeypatch):
+    """The fast targets' diagnostics never wait for Dynamo: the partial answer is handed
+    over before the compile view runs, and only the final answer carries it."""
+    from atenlint.capture import dynamo_view, file_capture
+
+    events: list[str] = []
+    original = dynamo_view.compile_view
+
+    def recording(*args, **kwargs):
+        events.append("compile")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(dynamo_view, "compile_view", recording)
+    shutil.copy(CASES_PATH, tmp_path / "compile_partial.py")
+    request = {
+        "path": str(tmp_path / "compile_partial.py"),
+        "module": "compile_partial",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {"Print": {"inputs": "torch.ones(2, 3)"}, "Item": {}},
+        "candidates": [],
+        "devices": ["cpu", "mps"],
+        "views": ["compile", "dispatch"],
+        "infer_inputs": False,
+    }
+    final = file_capture.capture_file(request, on_partial=lambda answer: events.append("partial"))
+    assert events == ["partial", "compile"]
+    by_name = {c["qualname"]: c for c in final["classes"]}
+    assert [b["site"]["line"] for b in by_name["Print"]["compile"]["breaks"]] == [_line_of('print("y"')]
+    assert by_name["Item"]["compile"]["source"] is True  # no inputs: read from source
+    assert [b["site"]["line"] for b in by_name["Item"]["compile"]["breaks"]] == [_line_of("y.sum().item()")]
+
+
+def _line_of(text):
+    with open(CASES_PATH, encoding="utf-8") as handle:
+        return next(number for number, line in enumerate(handle, 1) if text in line)
