@@ -36,6 +36,7 @@ from pytest_lsp import client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+from editor_latency import PROBE
 from table import Row
 
 from atenlint.config import SettingsResolver
@@ -216,36 +217,9 @@ def raw_side(root: str, rounds: int) -> dict:
     return out
 
 
-TWO_SPEED_MODEL = """\
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Block(nn.Module):  # atenlint: inputs=torch.randn(2, 16, 32, 32)
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(16, 16, 3, padding=1)
-        self.bn = nn.BatchNorm2d(16)
-        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
-
-    def forward(self, x):
-        y = F.relu(self.bn(self.conv1(x)))
-        y = torch.special.ndtri(torch.sigmoid(self.conv2(y)))
-        return F.interpolate(y, scale_factor=2.0, mode="bilinear") + torch.heaviside(y, y).mean()
-
-
-class Head(nn.Module):  # atenlint: inputs=torch.randn(4, 10, 64)
-    def __init__(self):
-        super().__init__()
-        self.attention = nn.MultiheadAttention(64, 4, batch_first=True)
-        self.norm = nn.LayerNorm(64)
-        self.out = nn.Linear(64, 8)
-
-    def forward(self, x):
-        y, _ = self.attention(x, x, x)
-        return self.out(self.norm(x + y)).softmax(-1)
-"""
+# The editor-latency probe: mps findings with fixes and an export target that makes the result
+# two-speed (the dispatcher view's mps diagnostics first, then onnx:17's).
+TWO_SPEED_MODEL = PROBE
 
 
 def two_speed_side(rounds: int) -> dict:

@@ -39,9 +39,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = [sys.executable, "-m", "atenlint", "serve"]
 TIMEOUT_S = 600.0
 
-# The probe file: mps findings (ndtri and heaviside have no MPS kernel in torch 2.13-2.15
-# for ndtri; see docs/testing.md) with fixes, and an export target that makes the result
-# two-speed (the dispatcher view's mps diagnostics first, then onnx:17's).
+# The probe file: mps findings with fixes (special.ndtri has no MPS kernel in torch 2.13-2.15,
+# heaviside none before 2.15), and an export target that makes the result two-speed (the
+# dispatcher view's mps diagnostics first, then onnx:17's).
 PROBE = """\
 import torch
 import torch.nn as nn

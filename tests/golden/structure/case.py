@@ -5,13 +5,14 @@ import torch.nn as nn
 
 
 def spectral_radius(weight: torch.Tensor) -> torch.Tensor:
-    # A free helper in the user's file: reported here, not at the caller.
-    return torch.linalg.svdvals(weight).max()
+    # A free helper in the user's file: reported here, not at the caller. (special.ndtri has no
+    # MPS kernel in any supported torch: the case keeps findings where the others gained one.)
+    return torch.linalg.svdvals(weight).max() + torch.special.ndtri(weight.sigmoid()).mean()
 
 
 class Gate(nn.Module):
     def forward(self, x):
-        return torch.heaviside(x, torch.zeros_like(x))
+        return torch.heaviside(x, torch.zeros_like(x)) * torch.special.ndtri(x.sigmoid())
 
 
 class Stage(nn.Module):
@@ -36,7 +37,7 @@ class Network(nn.Module):
 
     def pick(self, x: torch.Tensor) -> torch.Tensor:
         # A method called from forward.
-        return torch.take(x, torch.arange(0, x.numel(), 2, device=x.device))
+        return torch.take(x, torch.arange(0, x.numel(), 2, device=x.device)) + torch.mode(x.flatten()).values
 
     def forward(self, x):
         for stage in self.stages:
