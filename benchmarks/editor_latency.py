@@ -239,16 +239,17 @@ def _median(measure: Callable[[], float], rounds: int) -> float:
 
 def initialize_s(rounds: int = 3) -> float:
     """Median of: spawn `atenlint serve` -> its answer to `initialize`."""
+    return _median(lambda: _spawn_to_initialized_s(SERVER), rounds)
 
-    def once() -> float:
-        with tempfile.TemporaryDirectory() as root:
-            client = Client(SERVER, root)
-            client.initialize(root)
-            seconds = time.perf_counter() - client.started
-            client.close()
-            return seconds
 
-    return _median(once, rounds)
+def _spawn_to_initialized_s(command: list[str]) -> float:
+    """Seconds from spawning `command` to its answer to `initialize`."""
+    with tempfile.TemporaryDirectory() as root:
+        client = Client(command, root)
+        client.initialize(root)
+        seconds = time.perf_counter() - client.started
+        client.close()
+        return seconds
 
 
 def initialize_cpu_s(rounds: int = 3) -> float:
@@ -285,16 +286,7 @@ BARE_SERVER = "from pygls.lsp.server import LanguageServer; LanguageServer('bare
 
 def bare_pygls_initialize_s(rounds: int = 3) -> float:
     """Median of: spawn a pygls server with no features -> its answer to `initialize`."""
-
-    def once() -> float:
-        with tempfile.TemporaryDirectory() as root:
-            client = Client([sys.executable, "-c", BARE_SERVER], root)
-            client.initialize(root)
-            seconds = time.perf_counter() - client.started
-            client.close()
-            return seconds
-
-    return _median(once, rounds)
+    return _median(lambda: _spawn_to_initialized_s([sys.executable, "-c", BARE_SERVER]), rounds)
 
 
 def initialize_handler_s(rounds: int = 3) -> float:
