@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -42,21 +41,8 @@ LIMIT_MB = 1024.0  # the issue's bound for every process
 KILL_MB = 4096.0
 SAMPLE_S = 0.05
 
-GOOD = textwrap.dedent("""
-    import torch
-    import torch.nn as nn
-
-
-    # atenlint: inputs=torch.randn(2, 8)
-    class Good(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = nn.Linear(8, 8)
-
-        def forward(self, x):
-            return torch.take(self.proj(x), torch.tensor([0]))
-""").lstrip()
-
+# A healthy module, as the hostile CLI test writes it beside the hostile ones.
+from test_hostile_cli import GOOD
 
 # -- the process tree --------------------------------------------------------------------
 
