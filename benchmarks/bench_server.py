@@ -1,7 +1,8 @@
 """Language-server latency on the example workspace, against raw capture in the same run.
 
 Measured (medians over several rounds unless noted):
-- `initialize` response time, and cold start to the first diagnostics;
+- `initialize` response time, and cold start to the first diagnostics (and, not `--quick`,
+  a restarted server's first diagnostics for the unchanged file: its stored check);
 - didSave -> publishDiagnostics with a changed text (a real analysis), and its ratio to
   the raw capture of the same file and classes (the engine with a warm worker, no LSP);
   goal: <= 1.15 x raw + 50 ms;
@@ -165,6 +166,7 @@ def rows(quick: bool) -> list[Row]:
     bare = editor.bare_pygls_initialize_s(rounds)
     code_action = editor.code_action_p95_s(5 if quick else 20)
     cold = editor.cold_first_squiggle_s()
+    restarted = None if quick else editor.restarted_first_squiggle_s()
     torch_import = editor.torch_import_s()
     save = editor.save_to_squiggle_s(rounds)
     probe_import = editor.probe_import_s(rounds)
@@ -183,6 +185,19 @@ def rows(quick: bool) -> list[Row]:
             torch_import,
             goal_abs_s=3.0,
             note="spawn -> first mps diagnostic; baseline: a fresh `import torch`",
+        ),
+        *(
+            [
+                Row(
+                    "first squiggle after a restart, the file unchanged",
+                    restarted,
+                    cold,
+                    goal_abs_s=3.0,
+                    note="served from the stored check, no capture; baseline: the cold server's",
+                )
+            ]
+            if restarted is not None
+            else []
         ),
         Row(
             "time to first squiggle after a save",

@@ -12,6 +12,8 @@ the server), each with the baseline it is judged against, measured in the same r
 - `cold_first_squiggle_s`: process start -> the first diagnostic of a fast target (mps) for
   a file opened right after `initialized` (an editor restoring its open file); baseline
   `torch_import_s`: a fresh interpreter's `import torch` (the worker cannot be faster).
+- `restarted_first_squiggle_s`: the same for a server restarted on the unchanged file (its
+  stored check is served: no capture); baseline `cold_first_squiggle_s`.
 - `save_to_squiggle_s`: didSave of a changed file -> its first diagnostics (the fast
   targets'); `save_to_full_result_s`: -> every target's; baseline `probe_import_s`: the
   probe file's own import with torch loaded (goal: import + 0.5 s).
@@ -92,9 +94,9 @@ CAPABILITIES: dict[str, Any] = {  # a push client with what VS Code says of code
 class Client:
     """A plain LSP client over a child's stdio: requests by id, notifications in a queue."""
 
-    def __init__(self, command: list[str], cwd: str) -> None:
+    def __init__(self, command: list[str], cwd: str, extra_env: dict[str, str] | None = None) -> None:
         self.started = time.perf_counter()
-        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "server"))
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "server"), **(extra_env or {}))
         self.process = subprocess.Popen(
             command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
@@ -351,6 +353,31 @@ def cold_first_squiggle_s() -> float:
     return at - client.started
 
 
+def restarted_first_squiggle_s() -> float:
+    """`cold_first_squiggle_s` for a server restarted on the same workspace, the probe file
+    unchanged since the previous server checked it: its result is served from the stored
+    check (result_cache.py), without a capture; what remains is the server's and the
+    worker's start. Baseline: `cold_first_squiggle_s`."""
+    with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as cache:
+        _, uri = _probe_workspace(root)
+        env = {"ATENLINT_CACHE_DIR": cache}
+        first = Client(SERVER, root, env)
+        try:
+            first.initialize(root)
+            _open(first, uri, PROBE)
+            _full_result(first, uri, 1)
+        finally:
+            first.close()
+        client = Client(SERVER, root, env)
+        try:
+            client.initialize(root)
+            _open(client, uri, PROBE)
+            at = client.wait(lambda m: _publish_of(uri, 1)(m) and bool(_targets_of(m) & set(FAST_TARGETS)))
+        finally:
+            client.close()
+    return at - client.started
+
+
 def save_to_squiggle_s(rounds: int = 3) -> float:
     """Median of: didSave of the probe file with a changed text (on disk too) -> the first
     diagnostics of that version (the fast targets' squiggles), on a server that has
@@ -440,6 +467,7 @@ def measure(rounds: int = 3) -> dict[str, float]:
         "bare_pygls_initialize_cpu_s": bare_pygls_initialize_cpu_s(rounds),
         "code_action_p95_s": code_action_p95_s(),
         "cold_first_squiggle_s": cold_first_squiggle_s(),
+        "restarted_first_squiggle_s": restarted_first_squiggle_s(),
         "torch_import_s": torch_import_s(),
         "save_to_squiggle_s": save_to_squiggle_s(rounds),
         "save_to_full_result_s": save_to_full_result_s(rounds),

@@ -47,7 +47,19 @@ DETAILS = {
     "code runs (the op still runs on the CPU, and atenlint still reports it).",
     "MPS002": "These ops always run on the CPU on MPS in this torch; the warning filter quick fix hides "
     "only torch's run-time warning.",
+    "COMPILE001": "Where the break is a `print(...)` statement whose arguments write nothing, the quick fix "
+    "*Print only when not compiling* puts it under `if not torch.compiler.is_compiling():` (exact: the module "
+    "computes the same; it still prints when run eagerly).",
+    "COMPILE002": "The same `print` quick fix as COMPILE001.",
+    "COMPILE004": "Read from the installed Inductor's tables (`torch._inductor.lowering`): no lowering, a "
+    "registered fallback (`make_fallback`), or a lowering that needs a code generator feature the device's "
+    "backend lacks (SCAN, SORT on the cpu). A kernel boundary and a copy, never an error.",
+    "COMPILE005": "From Dynamo's own guards on `forward`'s number arguments (CONSTANT_MATCH / EQUALS_MATCH). Pass "
+    "the value as a tensor if it changes from call to call, or accept one recompilation.",
     "COREML000": "Said once per run (and in the editor's status item), not once per class.",
+    "ET012": "The partitioner decides per node of the program `torch.export` makes from example inputs; the "
+    "class was only scripted or read from source (no `# atenlint: inputs=...`, none inferred for it). One note "
+    "per class and delegate; its calls are still judged where a traced class uses it.",
     "TRT002": "Reported only when the call's constant arguments show that the converter's capability validator "
     "declines it (`ceil_mode=True` or a dilation on a pool, `divisor_override`, `topk` with k > 3840, "
     "a zero-sized `as_strided`); a validator that only may decline (shapes, dtypes, TensorRT-RTX) is not.",

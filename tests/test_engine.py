@@ -211,3 +211,41 @@ def test_a_module_named_like_its_folder_imports_its_own_package(engine, tmp_path
     assert not [f.message for f in report.findings if f.code == "ATL002"]
     assert report.by_capture["static"] == 0 and report.classes == 1
     assert [f.code for f in report.findings] == ["MPS001"]
+
+
+def test_warm_asks_each_worker_for_the_targets_views_dispatcher_first(engine, tmp_path):
+    """`warm` is answered at once with the views still to warm, the dispatcher view (the fast
+    targets' squiggles) ahead of the export toolchains'; after a file's analysis that
+    needed them all (the CLI's: no partial answer), every one is warm in the zygote."""
+    from atenlint.worker.protocol import check_warm_answer, warm_params
+
+    (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["onnx:17", "mps", "torchscript"]\n')
+    path = tmp_path / "model.py"
+    path.write_text(model())
+    engine.resolver = SettingsResolver()
+    settings = engine.resolver.for_file(str(path))
+    views = {t.tree_view for t in engine.targets_for(settings)}
+    assert "dispatch" in views and len(views) > 1
+    (answer,) = engine.warm(settings)  # one worker in the test pool: one answer
+    assert views <= set(answer["warmed"]) | set(answer["pending"])
+    if "dispatch" in answer["pending"]:
+        assert answer["pending"][0] == "dispatch"
+    capture = engine.capture(str(path))
+    assert [f.code for f in engine.findings([capture]) if f.target == "mps"] == ["MPS001"]
+    after = check_warm_answer(engine.pool.request("warm", dict(warm_params([])), 60.0))
+    assert views <= set(after["warmed"]) and not views & set(after["pending"])
+
+
+def test_a_file_that_wants_its_fast_answer_first_waits_only_for_the_dispatcher_view(engine, tmp_path):
+    """A request with a partial answer (the editor's) needs only the dispatcher view warm
+    before its child is forked; its other views are left to warm while no request waits."""
+    from atenlint.worker.protocol import check_warm_answer, warm_params
+
+    path = _two_speed_workspace(tmp_path)
+    engine.resolver = SettingsResolver()
+    early = []
+    engine.capture(str(path), on_partial=early.append)
+    assert len(early) == 1
+    after = check_warm_answer(engine.pool.request("warm", dict(warm_params([])), 60.0))
+    assert "dispatch" in after["warmed"]
+    assert {"onnx-export", "onnx-jit"} & ({*after["warmed"], *after["pending"]})

@@ -332,3 +332,72 @@ def test_the_cli_on_the_examples_imports_nothing_the_second_time(tmp_path):
     assert json.loads(third.stdout) == json.loads(plain.stdout)
     text = _cli(examples, "--no-sandbox", "--incremental", cache=cache)
     assert text.stdout.strip().splitlines()[-1].endswith("[8 of 8 files from the cache]")
+
+
+class _Persisting(_Counting):
+    """The engine as the editor's: its checks read and write stored results (`cache`, for
+    the executed mode only)."""
+
+    def __init__(self, engine, cache):
+        super().__init__(engine)
+        self.cache = cache
+
+    def result_cache(self, execute):
+        return self.cache if execute == self.cache.execute else None
+
+
+def test_an_editor_restarted_serves_an_unchanged_file_from_the_stored_check(engine, tmp_path):
+    """check_file with an analyser that keeps results (the editor's): the first check
+    captures and stores; after a "restart" (a new cache object on the same folder) the
+    same text is served without a capture, with the same findings and hover verdicts.
+    A buffer that differs from the disk, and a check that failed, are never served."""
+    project = _workspace(tmp_path)
+    engine.resolver = SettingsResolver()
+    environment = environment_fingerprint(sys.executable)
+
+    def editor() -> _Persisting:
+        cache = ResultCache(environment, True, engine.pool.settings.sandbox, directory=str(tmp_path / "cache"))
+        return _Persisting(engine, cache)
+
+    for name in ("a.py", "b.py"):  # b.py's finding is in a.py, which its import reads
+        path = str(project / name)
+        text = (project / name).read_text()
+        first = editor()
+        checked = check_file(first, FileSnapshot.of(path, text=text, resolver=engine.resolver))
+        assert first.captured == [name] and [f.code for f in checked.findings] == ["MPS001"]
+        restarted = editor()
+        served = check_file(restarted, FileSnapshot.of(path, text=text, resolver=engine.resolver))
+        assert restarted.captured == []
+        assert served.findings == checked.findings and served.call_sites == checked.call_sites
+        assert served.imported == checked.imported
+    assert checked.imported and served.call_sites == ()  # b.py: no call of its own
+    assert check_file(editor(), FileSnapshot.of(str(project / "a.py"), resolver=engine.resolver)).call_sites
+
+    unsaved = text + "\nx = 1\n"  # the buffer is not the file on disk: its own check
+    edited = editor()
+    check_file(edited, FileSnapshot.of(path, text=unsaved, resolver=engine.resolver))
+    assert edited.captured == ["b.py"]
+
+    (project / "broken.py").write_text(
+        "import torch.nn as nn\nraise RuntimeError('no')\n\n\nclass M(nn.Module):\n    pass\n"
+    )
+    for _ in range(2):  # an import error is never stored: each check captures
+        failing = editor()
+        result = check_file(failing, FileSnapshot.of(str(project / "broken.py"), resolver=engine.resolver))
+        assert failing.captured == ["broken.py"] and codes.IMPORT_ERROR in {f.code for f in result.findings}
+
+
+def test_the_engine_keeps_executed_and_source_only_results_apart(engine, tmp_path, monkeypatch):
+    """An untrusted session reads source only: its lookups (execute=False) never reach a
+    result stored by a check that ran the code."""
+    from atenlint.engine import Engine
+
+    monkeypatch.setenv("ATENLINT_CACHE_DIR", str(tmp_path / "cache"))
+    keeping = Engine(engine.pool, SettingsResolver())
+    assert keeping.result_cache(True) is None  # results are kept only when asked
+    keeping.persist_results()
+    executed, source_only = keeping.result_cache(True), keeping.result_cache(False)
+    assert executed is not None and source_only is not None
+    assert executed.run_key != source_only.run_key and not source_only.execute
+    assert keeping.result_cache(True) is executed
+    assert executed.directory == str(tmp_path / "cache" / "results")

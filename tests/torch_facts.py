@@ -23,6 +23,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from atenlint.fixes.catalog import REWRITES
+from atenlint.fixes.model import REWRITE, Rewrite, offered_in
+
 _COMPOSITE = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
 
 
@@ -152,6 +155,33 @@ def mps_missing_two() -> tuple[Missing, Missing]:
     """Two calls of different ops without an MPS kernel in the installed torch."""
     first, second = missing_on("MPS", 2)
     return first, second
+
+
+def mps_missing_with_exact_rewrite() -> tuple[Missing, Rewrite]:
+    """A call whose op has no MPS kernel in the installed torch and for which atenlint's fix
+    catalog offers an exact rewrite for MPS on this torch (the preferred quick fix), with that
+    catalog entry: for tests of the quick-fix path. A rewrite that computes on the device is
+    chosen over an explicit CPU round trip when a candidate has one. Skips when none has either."""
+    found = []
+    for missing in applicable("MPS"):
+        for rewrite in REWRITES:
+            if (
+                "mps" in rewrite.targets
+                and rewrite.exact
+                and rewrite.kind == REWRITE
+                and rewrite.only_while is None
+                and missing.call.function in rewrite.functions
+                and missing.op in rewrite.ops
+                and offered_in(rewrite, "mps", torch_release())
+            ):
+                found.append((missing, rewrite))
+                break
+    if not found:
+        pytest.skip(
+            f"atenlint offers no exact MPS rewrite on torch {torch_release()} for any candidate call without "
+            f"an MPS kernel ({', '.join(m.call.function for m in applicable('MPS')) or 'none'})"
+        )
+    return min(found, key=lambda pair: pair[1].runs_on_cpu)  # the first on-device one, else the first
 
 
 def require_no_kernel(key: str, *overloads: str) -> None:

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
-from typing import cast
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 from . import findings as codes
+from . import notebook
+from .bounded_read import read_regular_file
 from .captured import FileCapture, Occurrence, display_path
-from .discover import ClassInfo, FileOutline
+from .discover import ClassInfo, FileOutline, import_location
 from .finding_data import RelatedPlace
 from .findings import Finding
 from .refusals import refusal_findings
 from .script_typing import only_int_for_float
-from .sourcetext import Position, Range
+from .sourcetext import Position, Range, SourceText, decode_source, python_lines
 from .targets.base import Target
 from .worker.protocol import ClassAnswer, FileAnswer, Site
 from .worker.vocabulary import (
@@ -50,7 +53,11 @@ def read_answer(
     cwd: str,
     log: Callable[[str], None],
 ) -> None:
-    """Fill `result` from the worker's answer: its module-level findings and the captured calls."""
+    """Fill `result` from the worker's answer: its module-level findings and the captured calls.
+    The answer is read as a claim (`vet_answer`): analysed code can write its own."""
+    roots = answer_roots(result.path, result.settings.project_root)
+    answer = vet_answer(answer, result.path, result.source, roots)
+    result.imported = vetted_paths(result.imported, result.path, roots)
     result.module_findings.extend(refusal_findings(result, answer))  # ATL012: what the sandbox refused
     for lost in answer.get("torch_degraded", []):  # torchcompat: a capability this torch lacks
         log(f"{result.path}: {lost.get('message', '')}")
@@ -136,7 +143,7 @@ def read_answer(
                     cls["module"],
                     raw["op"],
                     raw["trees"],
-                    tuple(raw["phases"]),
+                    tuple(raw.get("phases") or ()),  # optional in the protocol
                     raw["sites"],
                     capture,
                     raw.get("args", {}),
@@ -215,8 +222,8 @@ def _build_message(cls: ClassAnswer, module_name: str) -> str:
         where = f" ({os.path.basename(site['file'])}:{site['line']})" if site and site.get("file") else ""
         return (
             f"`{name}` {analysed}: building it needs the package `{error.get('package')}`{where}, which is not "
-            f"installed in the interpreter atenlint uses; install it (pip install {error.get('package')}) "
-            f"or point atenlint at the project's interpreter (--python)"
+            f"installed in the interpreter atenlint uses; install the distribution that provides it (its pip "
+            f"name can differ: `PIL` comes from Pillow) or point atenlint at the project's interpreter (--python)"
         )
     if kind == "arguments":
         arguments = ", ".join(f"{m}=..." for m in missing)
@@ -312,8 +319,8 @@ def _import_finding(result: FileCapture, answer: FileAnswer, module_name: str, c
     if package:
         message = (
             f"importing `{module_name}` needs the package `{package}`{where}, which is not installed in the "
-            f"interpreter atenlint uses: install it (pip install {package}) or point atenlint at the "
-            f"project's interpreter (--python){fallback}"
+            f"interpreter atenlint uses: install the distribution that provides it (its pip name can differ: "
+            f"`PIL` comes from Pillow) or point atenlint at the project's interpreter (--python){fallback}"
         )
         severity = "information" if static or not answer.get("classes") else "warning"
     else:
@@ -488,3 +495,199 @@ def _script_message(cls: ClassAnswer, path: str) -> str:
         f"`{name}` was not analysed: TorchScript cannot compile it{where} ({error['message']}), "
         f"so atenlint cannot see its operators"
     )
+
+
+# -- the worker's answer, read as a claim (issue 21) ---------------------------------------
+# The analysed code runs in the worker and can write to the pipe its answer goes out on,
+# so an answer may be forged. Nothing in it is trusted about *where*: every path must be
+# one the parent confirms itself, every position is clamped to the real text, every count
+# and text is bounded. (Trust, settings and which files `--fix` or a quick fix may edit
+# never come from an answer at all: they are the parent's, from the command line, the
+# client and the project's configuration.)
+
+MAX_IMPORTED = 10_000  # dependency paths kept of one answer
+MAX_CLASSES = 2_000  # module classes of one file
+MAX_OPS = 100_000  # captured calls of one file, all classes together
+MAX_LIST = 10_000  # items of any other list (a call's stack, graph errors, refusals, ...)
+MAX_TEXT = 64 * 1024  # characters of any one text (an exception message, a trace)
+MAX_DEPTH = 64  # nesting of the answer's JSON (call trees are far shallower)
+_MAX_PATH = 4096
+_LIBRARY_FOLDERS = ("site-packages", "dist-packages")
+
+
+def answer_roots(path: str, project_root: str | None) -> list[str]:
+    """The folders a dependency of `path` may lie in: the search roots its analysis put on
+    `sys.path` (the package root, the project root and its src/, computed here as the
+    engine computes them) and the file's own folder."""
+    locate = notebook.module_location if notebook.is_notebook(path) else import_location
+    _, roots = locate(path, project_root)
+    return [*roots, *([project_root] if project_root else []), os.path.dirname(os.path.abspath(path))]
+
+
+class _Vetter:
+    """Confirms paths and clamps positions of one answer, each file looked at once."""
+
+    def __init__(self, path: str, source: SourceText | None, roots: Sequence[str]):
+        self.path = os.path.abspath(path)
+        self.source = source
+        self.roots = sorted({os.path.realpath(root) for root in roots if root})
+        self._confirmed: dict[tuple[str, bool], str | None] = {}
+        self._lines: dict[str, list[bytes] | None] = {}
+        self.ops = 0
+
+    def confirm(self, file: object, library: bool = False) -> str | None:
+        """`file` as an absolute path when the parent can confirm it: the analysed file, or
+        a regular file inside the search roots (a library's frame: or inside a
+        site-packages folder); None for anything else (a forged location)."""
+        if not isinstance(file, str) or not file or len(file) > _MAX_PATH or "\x00" in file:
+            return None
+        key = (file, library)
+        if key not in self._confirmed:
+            self._confirmed[key] = self._confirm(file, library)
+        return self._confirmed[key]
+
+    def _confirm(self, file: str, library: bool) -> str | None:
+        if not os.path.isabs(file):
+            return None
+        absolute = os.path.abspath(file)
+        if absolute == self.path:
+            return absolute
+        try:
+            real = os.path.realpath(absolute)
+            if not stat.S_ISREG(os.stat(real).st_mode):
+                return None
+        except (OSError, ValueError):
+            return None
+        inside = any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots)
+        if not inside and library:
+            inside = any(part in _LIBRARY_FOLDERS for part in real.split(os.sep)[:-1])
+        return absolute if inside else None
+
+    def lines(self, file: str) -> list[bytes] | None:
+        """The file's lines as UTF-8 (the analysed file's from the text being checked),
+        read through the bounded reader; None when it cannot be read."""
+        if file not in self._lines:
+            text: str | None = None
+            if file == self.path and self.source is not None:
+                text = self.source.text
+            else:
+                try:
+                    text = decode_source(read_regular_file(file))
+                except (OSError, ValueError, SyntaxError):
+                    text = None
+            self._lines[file] = None if text is None else [line.encode("utf-8") for line in python_lines(text) or [""]]
+        return self._lines[file]
+
+    def line_in(self, file: str, line: object) -> int | None:
+        """A 1-based line clamped to the file's real lines."""
+        lines = self.lines(file)
+        if lines is None or not isinstance(line, int) or isinstance(line, bool):
+            return None
+        return min(max(line, 1), len(lines))
+
+    def site(self, site: dict[str, Any]) -> dict[str, Any] | None:
+        """A source position: confirmed file, line, columns and extent within its text."""
+        file = self.confirm(site.get("file"), library=bool(site.get("library")))
+        line = self.line_in(file, site.get("line")) if file is not None else None
+        lines = self.lines(file) if file is not None else None
+        if file is None or line is None or lines is None:
+            return None
+        out = dict(site, file=file, line=line)
+        width = len(lines[line - 1].rstrip(b"\r\n"))
+        if "col" in out:
+            col = out["col"]
+            out["col"] = min(max(col, -1), width) if isinstance(col, int) and not isinstance(col, bool) else -1
+        if "span_lines" in out:
+            span = out["span_lines"]
+            span = span if isinstance(span, int) and not isinstance(span, bool) else 1
+            out["span_lines"] = min(max(span, 1), len(lines) - line + 1)
+        if out.get("end_col") is not None:
+            end_line = line + out.get("span_lines", 1) - 1
+            end_width = len(lines[end_line - 1].rstrip(b"\r\n"))
+            end_col = out["end_col"]
+            out["end_col"] = (
+                min(max(end_col, 0), end_width) if isinstance(end_col, int) and not isinstance(end_col, bool) else None
+            )
+        return out
+
+    def refusal(self, refusal: dict[str, Any]) -> dict[str, Any]:
+        """A refusal's place: its file only when confirmed; its line in the analysed file clamped."""
+        out = dict(refusal)
+        file = self.confirm(refusal.get("file"))
+        out["file"] = file
+        out["line"] = self.line_in(file, refusal.get("line")) if file is not None else None
+        if "analysed_line" in out:
+            out["analysed_line"] = self.line_in(self.path, refusal.get("analysed_line"))
+        return out
+
+    def value(self, value: Any, depth: int = 0) -> Any:
+        """Any part of the answer, with its positions vetted and its size bounded."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(value, str):
+            return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + " … (cut)"
+        if isinstance(value, list):
+            items = (self.value(item, depth + 1) for item in value[:MAX_LIST])
+            return [item for item in items if item is not None]
+        if not isinstance(value, dict):
+            return value
+        if "file" in value and "line" in value and "action" not in value:  # a source position
+            value = self.site(value)
+            if value is None:
+                return None
+        elif "action" in value and "kind" in value:  # a sandbox refusal
+            value = self.refusal(value)
+        return {str(key)[:MAX_TEXT]: self.value(item, depth + 1) for key, item in value.items()}
+
+
+def vet_answer(answer: FileAnswer, path: str, source: SourceText | None, roots: Sequence[str]) -> FileAnswer:
+    """The answer with every claim the parent cannot confirm taken out: a position in a
+    file outside the search roots (or site-packages, for a library's frame), in something
+    that is not a regular file, or past the end of the text is dropped or clamped; counts
+    and texts are bounded. What is left places findings only in files the analysis may
+    legitimately reach."""
+    vetter = _Vetter(path, source, roots)
+    out: dict[str, Any] = {}
+    for key, item in cast(dict[str, Any], answer).items():
+        if key == "classes":
+            out[key] = [_vetted_class(vetter, cls) for cls in item[:MAX_CLASSES] if isinstance(cls, dict)]
+        elif key == "imported":
+            out[key] = vetted_paths(item if isinstance(item, list) else [], path, roots)
+        else:
+            out[key] = vetter.value(item)
+    error = out.get("import_error")
+    if isinstance(error, dict) and error.get("line") is not None:
+        error["line"] = vetter.line_in(vetter.path, error["line"])
+    return cast(FileAnswer, out)
+
+
+def _vetted_class(vetter: _Vetter, cls: dict[str, Any]) -> ClassAnswer:
+    ops = list(cls.get("ops") or [])[: max(0, MAX_OPS - vetter.ops)]
+    vetter.ops += len(ops)
+    out = vetter.value({key: item for key, item in cls.items() if key != "ops"})
+    out["ops"] = [_vetted_op(vetter, op) for op in ops if isinstance(op, dict)]
+    return cast(ClassAnswer, out)
+
+
+def _vetted_op(vetter: _Vetter, op: dict[str, Any]) -> dict[str, Any]:
+    """A captured call. Its call trees hold op names and what they decompose into, no
+    position: they are kept as parsed (the message's bound holds their size), the most
+    of an answer's bulk, not walked again."""
+    out = vetter.value({key: item for key, item in op.items() if key != "trees"})
+    if "trees" in op:
+        out["trees"] = op["trees"]
+    return cast(dict[str, Any], out)
+
+
+def vetted_paths(paths: Iterable[object], path: str, roots: Sequence[str]) -> list[str]:
+    """The dependency paths of an answer the parent confirms (regular files inside the
+    search roots), each once, the analysed file's own excluded, at most MAX_IMPORTED."""
+    vetter = _Vetter(path, None, roots)
+    out: list[str] = []
+    for claimed in paths:
+        confirmed = vetter.confirm(claimed)
+        if confirmed is not None and confirmed != vetter.path and confirmed not in out:
+            out.append(confirmed)
+            if len(out) >= MAX_IMPORTED:
+                break
+    return out

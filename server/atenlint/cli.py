@@ -8,24 +8,25 @@ import sys
 from collections.abc import Callable
 
 from . import __version__
-from .commands import COMMANDS
+from .commands import for_argv
 from .commands.common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError, internal_failure_message
 
 
-def build_parser() -> Parser:
+def build_parser(argv: list[str] | None = None) -> Parser:
+    """The parser of every command, or (given the command line) of the command it names."""
     parser = Parser(
         prog="atenlint",
         description="Find the PyTorch operators your nn.Module code uses that will not run on the backend you target.",
     )
     parser.add_argument("--version", action="version", version=f"atenlint {__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for command in COMMANDS:
+    for command in for_argv(argv):
         command.add_parser(subcommands).set_defaults(run=command.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)

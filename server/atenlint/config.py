@@ -22,7 +22,6 @@ from .python_parse import parse_expression
 from .targets.names import listing as _target_listing
 
 KNOWN_TARGETS = _target_listing()
-SEVERITY_NAMES = schema.SEVERITIES
 
 
 class ConfigError(Exception):

@@ -24,6 +24,7 @@ from .discover import FileOutline, import_location, import_names, outline
 from .findings import Finding
 from .judging import Judge, locate_occurrence, problems_for
 from .pipeline import check_paths
+from .result_cache import EnvironmentUnknown, ResultCache, environment_fingerprint
 from .run_report import Report
 from .source_cache import SourceCache
 from .source_read import Unreadable, read_source, syntax_finding
@@ -41,9 +42,12 @@ from .worker.protocol import (
     Hello,
     ProtocolError,
     StaticParams,
+    WarmAnswer,
     analyse_params,
     check_file_answer,
+    check_warm_answer,
     static_params,
+    warm_params,
 )
 
 # What other modules and tests import from here, defined in the modules the engine was split into.
@@ -81,6 +85,10 @@ class Engine:
         self._start_lock = threading.Lock()
         self._background_start: threading.Thread | None = None
         self._background_failure: Exception | None = None
+        # Stored results by mode (executed or source only), when kept between runs
+        # (`persist_results`); None: every check captures.
+        self._result_caches: dict[bool, ResultCache | None] | None = None
+        self._results_lock = threading.Lock()
         # Each argument is looked up when the judge uses it, not now: the targets, resolver and
         # log of an engine may be replaced after it is made (tests, a settings change).
         self.judge = Judge(
@@ -124,7 +132,7 @@ class Engine:
         with self._start_lock:
             if self.native is None:
                 started = time.perf_counter()
-                self.hello = self.pool.warm()
+                self.hello = dict(self.pool.warm())
                 self.native = NativeTable.load(self.hello["native_yaml"], self.hello["torch"])
                 self.log(f"torch {self.hello['torch_full']} tables ready in {time.perf_counter() - started:.1f}s")
         return self.hello
@@ -176,6 +184,61 @@ class Engine:
                 raise
         return self._targets[key]
 
+    def warm(self, settings: Settings) -> list[WarmAnswer]:
+        """Ask every worker to warm, before it forks its first file's child, the views that
+        `settings`' targets judge: the dispatcher view first (the fast targets' squiggles
+        need only it), then the export toolchains' in the targets' order. Each worker answers
+        at once and warms them while no request waits; a file that comes meanwhile waits for
+        the view being warmed at most (worker/main.py). Only worth it where files will be
+        imported: an untrusted editor session reads source only and does not call this."""
+        targets = self.targets_for(settings)
+        fast_first = sorted(dict.fromkeys(t.tree_view for t in targets), key=lambda view: view != FAST_VIEW)
+        answers: list[WarmAnswer] = []
+        # One request a worker: the pool hands out the idle worker that waited longest, so
+        # consecutive requests reach each once (a worker busy meanwhile warms on its own
+        # first file, as it would have without this).
+        for _ in range(self.pool.size):
+            try:
+                answers.append(check_warm_answer(self.pool.request("warm", warm_params(fast_first), 120.0)))
+            except (WorkerFailure, RequestError, ProtocolError) as error:
+                self.log(f"the workers could not be asked to warm {', '.join(fast_first)}: {error}")
+                break
+        self.result_cache(True)  # its environment digest (a child process, atenlint's files) now, not in a check
+        return answers
+
+    def persist_results(self) -> None:
+        """Keep each file's check between runs in the CLI's `--incremental` cache, and serve a
+        file whose stored check is provably still right from it (pipeline.check_file): a
+        restarted editor captures only what changed."""
+        with self._results_lock:
+            if self._result_caches is None:
+                self._result_caches = {}
+
+    def result_cache(self, execute: bool) -> ResultCache | None:
+        """The stored results for a mode, made on first use (None: results are not kept, or
+        the interpreter cannot say what it has installed). Executed and source-only results
+        are kept apart (their key holds the mode): an untrusted session, which reads source
+        only, never shows a finding that needed the code to run."""
+        with self._results_lock:
+            if self._result_caches is None:
+                return None
+            if execute not in self._result_caches:
+                try:
+                    environment = environment_fingerprint(self.pool.settings.python)
+                except EnvironmentUnknown as error:
+                    self.log(f"results are not kept between runs: {error}")
+                    self._result_caches[execute] = None
+                else:
+                    self._result_caches[execute] = ResultCache(
+                        environment,
+                        execute,
+                        self.pool.settings.sandbox,
+                        log=self.log,
+                        run_notes=lambda: self.run_notes,
+                        cwd=self.cwd,
+                    )
+            return self._result_caches[execute]
+
     # -- capture ---------------------------------------------------------
     def capture_static(self, path: str, text: str | None = None, display: str | None = None) -> FileCapture:
         """Like `capture`, but the file is only read, never imported: `--no-exec` and the
@@ -215,7 +278,7 @@ class Engine:
             settings = settings or self.resolver.for_file(path)
         except ConfigError as error:
             result = FileCapture(path, display, Settings(), None, None)
-            result.module_findings.append(self._file_finding(result, codes.CONFIG_ERROR, "error", str(error)))
+            result.module_findings.append(file_finding(result, codes.CONFIG_ERROR, "error", str(error)))
             return result
         result = FileCapture(path, display, settings, None, None)
         try:
@@ -242,7 +305,7 @@ class Engine:
             if notebook.is_notebook(path)
             else import_location(path, settings.project_root)
         )
-        classes, skip = self._class_requests(file_outline, module_name, settings, path)
+        classes, skip = class_requests(file_outline, module_name, settings, path)
         if not classes:
             result.seconds = time.perf_counter() - started
             return result
@@ -277,20 +340,22 @@ class Engine:
                 views=views,
             )
         early = None
+        held: list[FileCapture] = []  # the dispatcher view's answer, if it came before a failure
         if on_partial is not None and execute and not notebook.is_notebook(path):
-            early = self._partial_handler(result, module_name, file_outline, on_partial, started)
+            early = self._partial_handler(result, module_name, file_outline, on_partial, started, held)
         try:
             if execute and notebook.is_notebook(path):  # no .py file to import: the worker imports a copy
-                answer = notebook.request_importing_copy(self.pool, "analyse", dict(request), settings.timeout)
+                analyse = cast(AnalyseParams, request)  # built by analyse_params: `execute` is set
+                answer = notebook.request_importing_copy(self.pool, "analyse", analyse, settings.timeout)
             elif early is not None:
-                answer = self.pool.request("analyse", dict(request), settings.timeout, on_partial=early)
+                answer = self.pool.request("analyse", request, settings.timeout, on_partial=early)
             else:
-                answer = self.pool.request("analyse" if execute else "static", dict(request), settings.timeout)
+                answer = self.pool.request("analyse" if execute else "static", request, settings.timeout)
             checked = check_file_answer(answer)
         except ProtocolError as error:
             self.log(f"malformed answer analysing {path}: {error}")
             result.module_findings.append(
-                self._file_finding(
+                file_finding(
                     result,
                     codes.INTERNAL_ERROR,
                     "warning",
@@ -301,13 +366,17 @@ class Engine:
             result.seconds = time.perf_counter() - started
             return result
         except WorkerFailure as failure:
-            result.module_findings.append(self._worker_finding(result, failure, module_name))
+            result.module_findings.append(worker_finding(result, failure, module_name, self.log))
+            if held:
+                # The dispatcher view finished before the limit: the device targets keep its
+                # verdicts; only the other views fall back (pipeline `_static_after_failure`).
+                result.occurrences, result.views = held[0].occurrences, held[0].views
             result.seconds = time.perf_counter() - started
             return result
         except RequestError as error:
             self.log(f"internal error analysing {path}: {error.error.get('trace', error)}")
             result.module_findings.append(
-                self._file_finding(
+                file_finding(
                     result,
                     codes.INTERNAL_ERROR,
                     "warning",
@@ -330,9 +399,11 @@ class Engine:
         file_outline: FileOutline,
         on_partial: Callable[[FileCapture], None],
         started: float,
+        held: list[FileCapture] | None = None,
     ) -> Callable[[FileAnswer], None] | None:
         """What turns the worker's dispatcher-view answer into a partial capture, or None
-        when there is nothing to gain (no fast target, or no slower one to wait for)."""
+        when there is nothing to gain (no fast target, or no slower one to wait for). The
+        partial capture is also appended to `held`, for a request that fails after it."""
         targets = self.targets_for(result.settings)
         fast = [t for t in targets if t.tree_view == FAST_VIEW]
         if not fast or len(fast) == len(targets):
@@ -353,88 +424,11 @@ class Engine:
             early.imported = [p for p in answer.get("imported", []) if os.path.abspath(p) != result.path]
             read_answer(early, answer, module_name, file_outline, targets, self.cwd, self.log)
             early.seconds = time.perf_counter() - started
+            if held is not None:
+                held.append(early)
             on_partial(early)
 
         return handle
-
-    @staticmethod
-    def _class_requests(
-        file_outline: FileOutline, module_name: str, settings: Settings, path: str | None = None
-    ) -> tuple[dict[str, ClassRequest], list[str]]:
-        """Per candidate class, its factory (pyproject.toml, then the in-source comment wins);
-        and the classes the user asked to skip. A class's key is the name the user imports
-        it by: `ldm.models.diffusion.ddpm.DDPM` in a namespace package as well as `ddpm.DDPM`."""
-        classes: dict[str, ClassRequest] = {}
-        skip: list[str] = []
-        names = import_names(path, module_name, settings.project_root) if path else [module_name]
-        base_dir = os.path.dirname(settings.config_path) if settings.config_path else settings.project_root
-        for info in file_outline.classes:
-            config = next(
-                (
-                    settings.modules[f"{name}.{info.qualname}"]
-                    for name in names
-                    if f"{name}.{info.qualname}" in settings.modules
-                ),
-                None,
-            )
-            if info.directives.get("skip") or (config is not None and config.skip):
-                skip.append(info.qualname)
-                continue
-            if not info.might_be_module():
-                continue
-            entry: ClassRequest = {"key": f"{names[0]}.{info.qualname}"}
-            # The class's `# atenlint:` comment wins over pyproject.toml's entry.
-            init, inputs, kwargs = (
-                info.directives.get(name, getattr(config, name, None)) for name in ("init", "inputs", "kwargs")
-            )
-            if isinstance(init, str):
-                entry["init"] = init
-            if isinstance(inputs, str):
-                entry["inputs"] = inputs
-            if isinstance(kwargs, str):
-                entry["kwargs"] = kwargs
-            if config is not None:
-                entry["options"] = dict(config.options)
-            if settings.factories:
-                entry["factories"] = settings.factories
-            if base_dir:
-                entry["base_dir"] = base_dir
-            classes[info.qualname] = entry
-        return classes, skip
-
-    def _file_finding(self, result: FileCapture, code: str, severity: str, message: str, line0: int = 0) -> Finding:
-        source = result.source
-        rng = source.line_range(line0) if source is not None else Range(Position(line0, 0), Position(line0, 0))
-        return Finding(result.display, rng, severity, code, message, abs_path=result.path)
-
-    def _worker_finding(self, result: FileCapture, failure: WorkerFailure, module_name: str) -> Finding:
-        if failure.kind == "timeout":
-            # The pool's words say which limit: processor time (load does not count), or the
-            # wall-clock backstop for code that waits without computing.
-            message = (
-                f"importing and analysing `{module_name}` {failure.message} (an endless loop at import "
-                f"or in a constructor?), and was stopped. If the file is only slow, raise `timeout` "
-                f"in [tool.atenlint]"
-            )
-            code = codes.TIMEOUT
-        elif failure.kind == "memory":
-            message = (
-                f"analysing `{module_name}` used too much memory ({failure.message}), and was stopped. "
-                f"Does importing the file or building a class allocate real tensors?"
-            )
-            code = codes.WORKER_CRASHED
-        else:
-            # Stopped, not "the worker was restarted": on Linux only the file's own forked
-            # process ends; the warm worker analyses the next file.
-            tail = failure.stderr_tail.strip().splitlines()[-1:] if failure.stderr_tail.strip() else []
-            message = (
-                f"{failure.message} while importing or analysing `{module_name}` (os._exit, a C++ abort or "
-                f"a crash in code it runs?); the next file is analysed in a fresh process"
-                + (f". Last output: {tail[0][:200]}" if tail else "")
-            )
-            code = codes.WORKER_CRASHED
-        self.log(f"{result.path}: {failure.kind}: {failure.message}\n{failure.stderr_tail}")
-        return self._file_finding(result, code, "warning", message)
 
     # -- verdicts (judging.py) ---------------------------------------------
     def findings(self, captures: Iterable[FileCapture], sources: SourceCache | None = None) -> list[Finding]:
@@ -449,6 +443,89 @@ class Engine:
     def check_paths(self, paths: list[str], jobs: int = 1, execute: bool = True) -> Report:
         """`atenlint check`: every file under `paths` through `pipeline.check_file`."""
         return check_paths(self, paths, jobs, execute)
+
+
+def class_requests(
+    file_outline: FileOutline, module_name: str, settings: Settings, path: str | None = None
+) -> tuple[dict[str, ClassRequest], list[str]]:
+    """Per candidate class, its factory (pyproject.toml, then the in-source comment wins);
+    and the classes the user asked to skip. A class's key is the name the user imports
+    it by: `ldm.models.diffusion.ddpm.DDPM` in a namespace package as well as `ddpm.DDPM`."""
+    classes: dict[str, ClassRequest] = {}
+    skip: list[str] = []
+    names = import_names(path, module_name, settings.project_root) if path else [module_name]
+    base_dir = os.path.dirname(settings.config_path) if settings.config_path else settings.project_root
+    for info in file_outline.classes:
+        config = next(
+            (
+                settings.modules[f"{name}.{info.qualname}"]
+                for name in names
+                if f"{name}.{info.qualname}" in settings.modules
+            ),
+            None,
+        )
+        if info.directives.get("skip") or (config is not None and config.skip):
+            skip.append(info.qualname)
+            continue
+        if not info.might_be_module():
+            continue
+        entry: ClassRequest = {"key": f"{names[0]}.{info.qualname}"}
+        # The class's `# atenlint:` comment wins over pyproject.toml's entry.
+        init, inputs, kwargs = (
+            info.directives.get(name, getattr(config, name, None)) for name in ("init", "inputs", "kwargs")
+        )
+        if isinstance(init, str):
+            entry["init"] = init
+        if isinstance(inputs, str):
+            entry["inputs"] = inputs
+        if isinstance(kwargs, str):
+            entry["kwargs"] = kwargs
+        if config is not None:
+            entry["options"] = dict(config.options)
+        if settings.factories:
+            entry["factories"] = settings.factories
+        if base_dir:
+            entry["base_dir"] = base_dir
+        classes[info.qualname] = entry
+    return classes, skip
+
+
+def file_finding(result: FileCapture, code: str, severity: str, message: str, line0: int = 0) -> Finding:
+    source = result.source
+    rng = source.line_range(line0) if source is not None else Range(Position(line0, 0), Position(line0, 0))
+    return Finding(result.display, rng, severity, code, message, abs_path=result.path)
+
+
+def worker_finding(
+    result: FileCapture, failure: WorkerFailure, module_name: str, log: Callable[[str], None]
+) -> Finding:
+    if failure.kind == "timeout":
+        # The pool's words say which limit: processor time (load does not count), or the
+        # wall-clock backstop for code that waits without computing.
+        message = (
+            f"importing and analysing `{module_name}` {failure.message} (an endless loop at import "
+            f"or in a constructor?), and was stopped. If the file is only slow, raise `timeout` "
+            f"in [tool.atenlint]"
+        )
+        code = codes.TIMEOUT
+    elif failure.kind == "memory":
+        message = (
+            f"analysing `{module_name}` used too much memory ({failure.message}), and was stopped. "
+            f"Does importing the file or building a class allocate real tensors?"
+        )
+        code = codes.WORKER_CRASHED
+    else:
+        # Stopped, not "the worker was restarted": on Linux only the file's own forked
+        # process ends; the warm worker analyses the next file.
+        tail = failure.stderr_tail.strip().splitlines()[-1:] if failure.stderr_tail.strip() else []
+        message = (
+            f"{failure.message} while importing or analysing `{module_name}` (os._exit, a C++ abort or "
+            f"a crash in code it runs?); the next file is analysed in a fresh process"
+            + (f". Last output: {tail[0][:200]}" if tail else "")
+        )
+        code = codes.WORKER_CRASHED
+    log(f"{result.path}: {failure.kind}: {failure.message}\n{failure.stderr_tail}")
+    return file_finding(result, code, "warning", message)
 
 
 def _graph_options(targets: list[Target]) -> GraphOptions:

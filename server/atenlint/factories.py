@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 # `pkg.module:function`, `pkg.module:Holder.function` or `path/to/file.py:function`.
 _REFERENCE_RE = re.compile(r"^(?P<module>[\w.\-/\\ ]+?(?:\.py)?):(?P<attribute>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
-FACTORY_KINDS = ("init", "inputs", "kwargs")
 
 
 @dataclass(frozen=True)

@@ -283,7 +283,76 @@ def documented_shapes(*docstrings: str) -> dict[str, list[str]]:
 
 
 def unpacked_rank(forward: FunctionNode, name: str) -> int | None:
-    """`b, c, h, w = x.shape` (or `x.size()`) in forward says x has 4 dimensions."""
+    """`b, c, h, w = x.shape` (or `x.size()`) in forward says x has 4 dimensions; so does
+    an einsum or einops pattern x is an operand of (`einsum("b h i d, b h j d -> b h i j",
+    q, k)`, `rearrange(x, "b c h w -> b (h w) c")`)."""
+    return _unpacked_rank(forward, name) or _pattern_rank(forward, name)
+
+
+# einops' functions: the tensor first, the pattern second; einsum: torch's takes the
+# equation first, einops' last.
+_EINOPS_PATTERNS = {"rearrange", "reduce", "repeat"}
+
+
+def _pattern_rank(forward: FunctionNode, name: str) -> int | None:
+    calls = sorted((n for n in ast.walk(forward) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    for call in calls:
+        function = ast.unparse(call.func).split(".")[-1]
+        arguments = call.args
+        if function in _EINOPS_PATTERNS and len(arguments) >= 2:
+            operands, pattern = arguments[:1], arguments[1]
+        elif function == "einsum" and len(arguments) >= 2:
+            first = arguments[0]
+            is_torch = _pattern_text(first) is not None
+            operands, pattern = (arguments[1:], first) if is_torch else (arguments[:-1], arguments[-1])
+        else:
+            continue
+        text = _pattern_text(pattern)
+        if text is None or "->" not in text:
+            continue
+        specs = text.split("->")[0].split(",")
+        for operand, spec in zip(operands, specs):
+            if isinstance(operand, ast.Name) and operand.id == name:
+                return _spec_rank(spec)
+    return None
+
+
+def _pattern_text(node: ast.expr) -> str | None:
+    """A pattern literal, f-strings with only literal parts included."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
+        return "".join(str(v.value) for v in node.values if isinstance(v, ast.Constant))
+    return None
+
+
+def _spec_rank(spec: str) -> int | None:
+    """`b (h c) x y` -> 4 (a parenthesised group is one dimension); `bhid` -> 4; None with
+    an ellipsis (any rank)."""
+    if "..." in spec or "…" in spec:
+        return None
+    depth, rank, in_name = 0, 0, False
+    spaced = " " in spec.strip() or "(" in spec
+    for character in spec.strip():
+        if character == "(":
+            if depth == 0:
+                rank += 1
+            depth += 1
+            in_name = False
+        elif character == ")":
+            depth -= 1
+        elif depth == 0 and (character.isalnum() or character == "_"):
+            if not spaced:
+                rank += 1  # torch's einsum: one letter a dimension
+            elif not in_name:
+                rank += 1
+            in_name = True
+        else:
+            in_name = False
+    return rank or None
+
+
+def _unpacked_rank(forward: FunctionNode, name: str) -> int | None:
     for node in ast.walk(forward):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
             value = node.value

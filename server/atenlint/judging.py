@@ -49,7 +49,10 @@ class _SiteGroup:
     settings: Settings
     reached: list[str] = field(default_factory=list)
     library: list[Site] = field(default_factory=list)
-    modules: list[str] = field(default_factory=list)
+    # What each captured call here says: its problems and whether it is conditional. The
+    # finding names only the classes whose calls make the problems it reports.
+    said: list[tuple[Occurrence, list[Problem], bool]] = field(default_factory=list)
+    at_class: bool = False  # no frame of the user's code on the call's stack: placed at the class
 
 
 class Judge:
@@ -99,7 +102,7 @@ class Judge:
                 continue
             targets = self.judging_targets(capture)
             for occurrence in capture.occurrences:
-                where = locate_occurrence(occurrence, sources)
+                where = locate_occurrence(occurrence, sources) or _at_class(occurrence, capture)
                 if where is None:
                     continue
                 site, located = where
@@ -111,10 +114,14 @@ class Judge:
                     group = sites.get(key)
                     if group is None:
                         group = sites[key] = _SiteGroup(
-                            VerdictAggregate(target), occurrence, located, target, capture.settings
+                            VerdictAggregate(target),
+                            occurrence,
+                            located,
+                            target,
+                            capture.settings,
+                            at_class=occurrence.user_site() is None,
                         )
-                    if occurrence.module and occurrence.module not in group.modules:
-                        group.modules.append(occurrence.module)
+                    group.said.append((occurrence, problems, occurrence.conditional))
                     group.aggregate.add(problems, occurrence.conditional)
                     if occurrence.op not in group.reached:
                         group.reached.append(occurrence.op)
@@ -184,7 +191,12 @@ class Judge:
             return None
         severity = settings.severity.get(target.name, verdict.severity)
         message = f"`{group.located.call}` {verdict.message}"
-        occurrence = group.occurrence
+        occurrence, modules = _reporting(group, problems, conditional)
+        if group.at_class:
+            message += (
+                " (no line of your code is on this call's recorded stack: a library or a decorator made it "
+                "inside the class's forward)"
+            )
         if conditional:
             # The library picks this path at run time (by rank, device or values), which a
             # script capture cannot see: say so, without crying wolf.
@@ -222,7 +234,7 @@ class Judge:
             capture=occurrence.capture,
             related=related,
             abs_path=path,
-            modules=list(group.modules),
+            modules=modules,
             data={
                 "reached": group.reached,
                 "kinds": {p.op: p.kind for p in problems},
@@ -266,6 +278,20 @@ class Judge:
         return list(by_site.values())
 
 
+def _reporting(group: _SiteGroup, problems: list[Problem], conditional: bool) -> tuple[Occurrence, list[str]]:
+    """The captured call a finding speaks for, and the classes it names: only those whose
+    own capture makes one of the reported problems, as definitely or conditionally as the
+    finding says (a class whose source pass may reach a branch is not named on a verdict
+    another class's trace made)."""
+    making = [o for o, said, maybe in group.said if maybe == conditional and any(p in problems for p in said)]
+    making = making or [group.occurrence]
+    executed = [o for o in making if o.capture != "static"]
+    # A class read from source only is not named beside one whose capture ran the call: the
+    # verdict is the run's, and the source pass may be wrong about its own class.
+    making = executed or making
+    return making[0], list(dict.fromkeys(o.module for o in making if o.module))
+
+
 def _static_deployment_verdict(message: str, target: Target) -> tuple[str, str]:
     """An error the source pass found for a deployment target, said as what it is: read
     from the source, not seen in the graph the toolchain exports."""
@@ -289,6 +315,21 @@ def locate_occurrence(occurrence: Occurrence, sources: SourceCache) -> tuple[Sit
         site.get("exact", False),
         tuple(site.get("hint") or ()),
     )
+
+
+def _at_class(occurrence: Occurrence, capture: FileCapture) -> tuple[Site, Located] | None:
+    """Where a call whose stack holds no frame of the user's code is reported: the name of
+    the class whose capture made it (an exported node can lose its frames, e.g. in a forward
+    wrapped by `@torch.no_grad()`; a class whose forward is all library code has none). A
+    verdict on the toolchain's graph is never dropped for want of a line."""
+    if capture.outline is None or capture.source is None:
+        return None
+    qualname = next((c.get("qualname") for c in capture.classes if c.get("module") == occurrence.module), None)
+    info = next((c for c in capture.outline.classes if c.qualname == qualname), None)
+    if info is None:
+        return None
+    site: Site = {"file": capture.path, "line": info.line + 1, "col": -1}
+    return site, Located(info.name_range, info.name)
 
 
 def problems_for(target: Target, occurrence: Occurrence) -> list[Problem] | None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .findings import Finding
     from .fixes.edits import TextEdit
     from .worker.pool import WorkerPool
+    from .worker.protocol import AnalyseParams
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -413,7 +414,7 @@ def module_location(path: str, project_root: str | None) -> tuple[str, list[str]
     return module_name_for(path), roots
 
 
-def request_importing_copy(pool: WorkerPool, method: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+def request_importing_copy(pool: WorkerPool, method: str, request: AnalyseParams, timeout: float) -> dict[str, Any]:
     """Send an `analyse` request for a notebook: the worker imports a private `.py` copy
     of the module text (a notebook has no file Python can import), and every path in its
     answer is turned back into the notebook's."""
@@ -428,7 +429,12 @@ def request_importing_copy(pool: WorkerPool, method: str, request: dict[str, Any
             handle.write(text)
         overlays = {p: t for p, t in request.get("overlays", {}).items() if p != notebook}
         overlays[copy] = text
-        sent = dict(request, path=copy, roots=[directory] + list(request.get("roots", [])), overlays=overlays)
+        sent: AnalyseParams = {
+            **request,
+            "path": copy,
+            "roots": [directory] + list(request.get("roots", [])),
+            "overlays": overlays,
+        }
         answer = pool.request(method, sent, timeout)
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -8,6 +8,7 @@ from typing import Any, TypedDict
 from . import __version__
 from .captured import CallSite
 from .findings import Finding
+from .formats.locations import contract_path
 from .formats.redact import finding_message, machine_text
 from .notebook import cell_of
 from .report_markdown import section, verdict_table
@@ -103,6 +104,7 @@ def classes_summary(report: Report) -> str:
 def finding_json(finding: Finding) -> dict[str, Any]:
     """The contract's diagnostic; in a notebook, `cell` (index among all cells) and `range` in that cell."""
     out = finding.as_json()
+    out["path"] = contract_path(finding)  # an installed library's file: relative to site-packages
     # JSON reports are read by tools and uploaded like SARIF: what analysed code put in an
     # exception message is cut to a headline, secrets in the environment never echoed.
     out["message"] = finding_message(finding)

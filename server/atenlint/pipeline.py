@@ -22,7 +22,7 @@ from typing import Protocol
 
 from . import findings as codes
 from .answers import build_paths, capture_paths
-from .captured import CallSite, FileCapture, display_path
+from .captured import FAST_VIEW, CallSite, FileCapture, Occurrence, display_path
 from .config import ConfigError, Settings, SettingsResolver
 from .config_keys import unknown_module_keys
 from .discover import excluded, iter_python_files
@@ -69,6 +69,8 @@ class Analyser(Protocol):
     def call_sites(self, captures: Iterable[FileCapture], sources: SourceCache | None = None) -> list[CallSite]: ...
 
     def fast_targets(self, settings: Settings) -> list[Target]: ...
+
+    def result_cache(self, execute: bool) -> ResultCache | None: ...
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,71 @@ def check_file(
     """Check one file. `on_partial` (called on this thread, at most once, before this
     returns) gets the fast targets' result when the file's targets include slower export
     ones; the same import of the file serves both. `with_call_sites`: also the hover's
-    per-call verdicts (the CLI does without)."""
+    per-call verdicts (the CLI does without).
+
+    Where the analyser keeps results between runs (the editor: `Engine.persist_results`),
+    a file whose stored check is provably still right (result_cache.py: the same file and
+    dependencies, atenlint, interpreter and packages, settings and mode) is served from it
+    without a capture, and every check that finished normally is stored."""
+    cache = _cache_for(analyser, snapshot)
+    display = snapshot.display or display_path(snapshot.path, analyser.cwd)
+    if cache is not None and snapshot.settings is not None:
+        hit = cache.lookup(snapshot.path, display, snapshot.settings)
+        if hit is not None and (hit.call_sites is not None or not with_call_sites):
+            analyser.log(f"{display}: unchanged since its last check, served from the result cache")
+            return FileResult(
+                snapshot.path,
+                tuple(hit.findings),
+                tuple(hit.call_sites or ()),
+                tuple(hit.imported),
+                FileCapture(snapshot.path, display, snapshot.settings, None, None),
+                dependencies=tuple(hit.dependencies),
+                covers=frozenset(hit.covers),
+            )
+    result = _check_file(analyser, snapshot, on_partial, with_call_sites)
+    if cache is not None and _still_on_disk(cache, snapshot):
+        cache.store(
+            snapshot.path,
+            display,
+            snapshot.settings,
+            result.capture,
+            result.findings,
+            result.dependencies,
+            result.covers,
+            analyser.torch_version,
+            call_sites=result.call_sites if with_call_sites else None,
+        )
+    return result
+
+
+def _cache_for(analyser: Analyser, snapshot: FileSnapshot) -> ResultCache | None:
+    """The analyser's stored results for this snapshot's mode, when they can stand for its
+    check: the text checked is the file on disk (what entries are keyed by) and no other
+    unsaved buffer is imported. A notebook's cells are placed by the editor: not cached."""
+    if snapshot.overlays or snapshot.settings is None or is_notebook(snapshot.path):
+        return None
+    cache = analyser.result_cache(snapshot.execute)
+    if cache is None:
+        return None
+    cache.new_run()  # files may have changed since the last check: read them afresh
+    if snapshot.text is not None and not cache.holds_text(snapshot.path, snapshot.text):
+        return None
+    return cache
+
+
+def _still_on_disk(cache: ResultCache, snapshot: FileSnapshot) -> bool:
+    """Whether the text just checked is still the file on disk (a save during the check
+    must not file the old text's result under the new text's key)."""
+    cache.new_run()
+    return snapshot.text is None or cache.holds_text(snapshot.path, snapshot.text)
+
+
+def _check_file(
+    analyser: Analyser,
+    snapshot: FileSnapshot,
+    on_partial: Callable[[FileResult], None] | None,
+    with_call_sites: bool,
+) -> FileResult:
     started = time.perf_counter()
     path = snapshot.path
     display = snapshot.display or display_path(path, analyser.cwd)
@@ -289,18 +355,40 @@ def _static_after_failure(analyser: Analyser, capture: FileCapture, text: str | 
     if any(f.code in _FAILED_WORKER for f in static.module_findings):
         return
     capture.classes = [{**cls, "capture": "static"} for cls in static.classes]
-    capture.occurrences = static.occurrences
+    kept = capture.views is not None  # the dispatcher view answered before the limit (engine.py)
+    if kept:
+        # Its calls stay the device targets' (MPS, CUDA): only the other views come from source.
+        capture.occurrences = capture.occurrences + _without_view(static.occurrences, FAST_VIEW)
+        capture.views = None
+    else:
+        capture.occurrences = static.occurrences
     if capture.classes:
         # Which classes, by name: what the file's result rests on instead of their trace or
         # TorchScript graph (the summary and the JSON `classes` count them too).
         names = [f"`{cls.get('qualname')}`" for cls in capture.classes]
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        how = (
-            f"; its module class {shown} was analysed from source only"
-            if len(names) == 1
-            else f"; its {len(names)} module classes ({shown}) were analysed from source only"
+        which = (
+            f"its module class {shown} was" if len(names) == 1 else f"its {len(names)} module classes ({shown}) were"
         )
+        if kept:
+            fast = ", ".join(t.name for t in analyser.fast_targets(capture.settings))
+            how = (
+                f"; {fast} judged the dispatcher view traced before the limit, and for the other targets "
+                f"{which} analysed from source only"
+            )
+        else:
+            how = f"; {which} analysed from source only"
         failed[0].message += how
+
+
+def _without_view(occurrences: list[Occurrence], view: str) -> list[Occurrence]:
+    """The occurrences with `view`'s tree left out (those with no other tree dropped)."""
+    out = []
+    for occurrence in occurrences:
+        trees = {v: tree for v, tree in occurrence.trees.items() if v != view}
+        if trees:
+            out.append(replace(occurrence, trees=trees))
+    return out
 
 
 def merge_findings(groups: Iterable[Sequence[Finding]]) -> list[Finding]:

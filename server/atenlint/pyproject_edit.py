@@ -19,16 +19,15 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import tomlkit
-import tomlkit.exceptions
-from tomlkit.container import Container
-from tomlkit.items import AoT, Array, InlineTable, Table
+from typing import TYPE_CHECKING, Any
 
 from .bounded_read import NotRegularFile, read_regular_file
 from .config import ConfigError, SettingsResolver, settings_from_table
 from .sourcetext import Position, Range
+
+if TYPE_CHECKING:  # tomlkit is imported by the first edit, not by the server's start (initialize)
+    import tomlkit
+    from tomlkit.items import Array, InlineTable, Table
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,6 +76,9 @@ def ignore_ops_edit(
     text = _read_text(pyproject)
     if text is None:
         return None
+    import tomlkit
+    import tomlkit.exceptions
+
     try:
         document = tomlkit.parse(text)
         changed = _add_ignores(document, target, list(dict.fromkeys(ops)))
@@ -99,6 +101,8 @@ def _read_text(path: str) -> str | None:
 
 def _add_ignores(document: tomlkit.TOMLDocument, target: str, ops: list[str]) -> bool:
     """Adds the ops in place; False when they are all there already."""
+    from tomlkit.items import InlineTable, Table
+
     tool = _child_table(document, "tool", super_table=True)
     atenlint = _child_table(tool, "atenlint", super_table=True)
     had_target = isinstance(atenlint.get("ignore"), (Table, InlineTable)) and target in atenlint["ignore"]
@@ -116,6 +120,9 @@ def _add_ignores(document: tomlkit.TOMLDocument, target: str, ops: list[str]) ->
 
 
 def _add_to_atenlint(atenlint: Any, target: str, ops: list[str]) -> bool:
+    import tomlkit
+    from tomlkit.items import Array, InlineTable, Table
+
     ignore = atenlint.get("ignore")
     if ignore is None:
         entries = tomlkit.inline_table() if isinstance(atenlint, InlineTable) else tomlkit.table()
@@ -140,6 +147,9 @@ def _add_to_atenlint(atenlint: Any, target: str, ops: list[str]) -> bool:
 
 
 def _rebuilt(inline: InlineTable) -> InlineTable:
+    import tomlkit
+    from tomlkit.items import InlineTable
+
     fresh = tomlkit.inline_table()
     for key, value in inline.items():
         fresh[key] = _rebuilt(value) if isinstance(value, InlineTable) else value
@@ -147,6 +157,10 @@ def _rebuilt(inline: InlineTable) -> InlineTable:
 
 
 def _child_table(parent: Any, key: str, super_table: bool) -> Table | InlineTable | tomlkit.TOMLDocument:
+    import tomlkit
+    from tomlkit.container import Container
+    from tomlkit.items import AoT, InlineTable, Table
+
     child = parent.get(key)
     if child is None:
         created = (
@@ -160,6 +174,8 @@ def _child_table(parent: Any, key: str, super_table: bool) -> Table | InlineTabl
 
 
 def _array(ops: list[str]) -> Array:
+    import tomlkit
+
     array = tomlkit.array()
     array.extend(ops)
     return array

@@ -43,14 +43,16 @@ from typing import Any, cast
 from . import __version__
 from . import findings as codes
 from .answers import build_paths, capture_paths, class_capture
+from .bounded_read import open_regular_file
 from .cache import cache_dir, read_json, write_json
-from .captured import FileCapture
+from .captured import CallSite, FileCapture
 from .config import Settings
 from .discover import import_location
 from .finding_data import FindingData, Fix, RelatedPlace
 from .findings import Finding
 from .notebook import is_notebook, module_location
 from .sourcetext import JsonRange, Range
+from .targets.site_verdict import SiteVerdict
 
 FORMAT = 1
 MAX_ENTRIES = 4000
@@ -95,14 +97,21 @@ class EnvironmentUnknown(Exception):
 
 
 def _sha256_file(path: str) -> str | None:
+    """A regular file's SHA-256 (None: it cannot be read, or is not a regular file: a FIFO
+    named as a dependency must not block the run), read in bounded pieces."""
+    try:
+        descriptor, _ = open_regular_file(path)
+    except OSError:  # NotRegularFile included
+        return None
     try:
         digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        while block := os.read(descriptor, 1 << 20):
+            digest.update(block)
         return digest.hexdigest()
     except OSError:
         return None
+    finally:
+        os.close(descriptor)
 
 
 def _sha256_text(text: str) -> str:
@@ -255,6 +264,40 @@ def finding_from_json(data: dict[str, Any]) -> Finding:
     )
 
 
+def call_site_to_json(site: CallSite) -> dict[str, Any]:
+    """A hover's call site as JSON data (`call_site_from_json` reads it back equal)."""
+    return {
+        "path": site.path,
+        "range": site.range.as_json(),
+        "call": site.call,
+        "ops": list(site.ops),
+        "reached": list(site.reached),
+        "verdicts": {name: verdict.as_json() for name, verdict in site.verdicts.items()},
+        "capture": site.capture,
+    }
+
+
+def call_site_from_json(data: dict[str, Any]) -> CallSite:
+    return CallSite(
+        path=str(data["path"]),
+        range=Range.from_json(cast(JsonRange, data["range"])),
+        call=str(data["call"]),
+        ops=[str(op) for op in data["ops"]],
+        reached=[str(op) for op in data["reached"]],
+        verdicts={
+            str(name): SiteVerdict(
+                status=str(v["status"]),
+                ops=tuple(str(op) for op in v["ops"]),
+                severity=str(v["severity"]),
+                code=str(v["code"]),
+                message=str(v["message"]),
+            )
+            for name, v in data["verdicts"].items()
+        },
+        capture=str(data["capture"]),
+    )
+
+
 # -- entries -----------------------------------------------------------------------------
 
 
@@ -273,6 +316,9 @@ class CachedResult:
     targets: list[str]
     torch_version: str
     torch_degradations: list[str]
+    # The hover's verdicts per call in this file, stored by a check that made them (the
+    # editor's); None: stored by one that did not (the CLI's).
+    call_sites: list[CallSite] | None = None
 
 
 @dataclass
@@ -440,6 +486,9 @@ class ResultCache:
             targets=[str(t) for t in result["targets"]],
             torch_version=str(result["torch_version"]),
             torch_degradations=[str(m) for m in result["torch_degradations"]],
+            call_sites=(
+                [call_site_from_json(c) for c in result["call_sites"]] if result.get("call_sites") is not None else None
+            ),
         )
 
     def _count(self, hit: bool) -> None:
@@ -460,9 +509,11 @@ class ResultCache:
         dependencies: Iterable[str],
         covers: Iterable[str],
         torch_version: str,
+        call_sites: Iterable[CallSite] | None = None,
     ) -> bool:
         """Keep one file's check for the next run; False when it must not be kept (it did
-        not finish normally, or holds something JSON cannot carry)."""
+        not finish normally, or holds something JSON cannot carry). `call_sites`: the
+        hover's verdicts, kept too when the check made them."""
         findings = list(findings)
         if settings is None or capture.settings != settings:
             return False
@@ -492,6 +543,7 @@ class ResultCache:
                     "targets": list(capture.settings.targets),
                     "torch_version": torch_version,
                     "torch_degradations": list(self.run_notes()),
+                    "call_sites": [call_site_to_json(c) for c in call_sites] if call_sites is not None else None,
                 },
             }
             json.dumps(entry)  # a value JSON cannot carry is found before anything is written
@@ -551,6 +603,11 @@ class ResultCache:
                 pass
         write_json(index_path, keep)
         return len(drop)
+
+    def holds_text(self, path: str, text: str) -> bool:
+        """Whether `text` (an editor's buffer) is byte for byte the file on disk, which is
+        what the stored results are keyed by."""
+        return self._digest(os.path.abspath(path)) == _sha256_text(text)
 
     def summary(self) -> str:
         total = self.hits + self.misses

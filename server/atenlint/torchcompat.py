@@ -373,6 +373,24 @@ def op_schema(op: Any) -> Any:
     return op._schema
 
 
+def schema_or_none(op: Any) -> Any | None:
+    """`op_schema` for anything that may not be an operator overload (a Python callable,
+    a higher-order op): None when it has no FunctionSchema."""
+    return getattr(op, "_schema", None)
+
+
+def is_higher_order_op(value: Any) -> bool:
+    """Whether an FX node's target is a higher-order operator (`torch.cond`, checkpoint,
+    `wrap_with_set_grad_enabled`): ops that take graphs, with rules per dispatch mode."""
+    kind = _optional(DISPATCHER, "torch._ops.HigherOrderOperator")
+    return kind is not None and isinstance(value, kind)
+
+
+def tree_map(function: Callable[[Any], Any], tree: Any) -> Any:
+    """torch's pytree map over nested lists, tuples and dicts (what dispatch arguments are)."""
+    return _first(FAKE_TENSORS, "torch.utils._pytree.tree_map")(function, tree)
+
+
 def op_name(op: Any) -> str:
     """ "aten::name" or "aten::name.overload", the spelling torch's own warnings use."""
     schema = op._schema
@@ -517,14 +535,6 @@ def run_pass(name: str, graph: Any, *args: Any) -> Any:
     capability = _PASS_CAPABILITY.get(f"_jit_pass_{name}", JIT_FRONT_ENDS)
     function = _optional(capability, f"torch._C._jit_pass_{name}")
     return function(graph, *args) if function is not None else None
-
-
-def has_pass(name: str) -> bool:
-    try:
-        _resolve(f"torch._C._jit_pass_{name}")
-    except LookupError:
-        return False
-    return True
 
 
 # -- TorchScript's caches (worker state) ---------------------------------------------------------
@@ -705,6 +715,122 @@ def export_default_decompositions() -> dict[Any, Any]:
     return _table("export-default", build)
 
 
+# torch.export's walk over every registered op for those with a CompositeImplicitAutograd
+# kernel (`_collect_all_valid_cia_ops`): torch caches the aten namespace's part only, and
+# redoes every other namespace (executorch loads dozens) at each `run_decompositions` and
+# each decomposition table it materialises, seconds per class. Its answer changes only when
+# ops, namespaces or CIA kernels are registered, so it is kept per registry state.
+_CIA_PATHS = ("torch._export.utils", "torch.export.exported_program", "torch.export.decomp_utils")
+_CIA_NAME = "_collect_all_valid_cia_ops"
+_CIA_LOCK = threading.RLock()
+_CIA_MEMO: dict[tuple[Any, ...], frozenset[Any]] = {}
+_CIA_DEPTH: list[int] = [0]
+
+
+_CIA_KERNELS: list[int] = [0]  # the dispatcher's CompositeImplicitAutograd kernels, counted on entry
+
+
+def _cia_kernel_count() -> int:
+    lookup = _optional(DISPATCHER, "torch._C._dispatch_get_registrations_for_dispatch_key")
+    try:
+        return len(lookup("CompositeImplicitAutograd")) if lookup is not None else -1
+    except Exception:  # noqa: BLE001 - a build without the key: the namespaces alone key the cache
+        return -1
+
+
+def _op_registry_state() -> tuple[Any, ...]:
+    """What `_collect_all_valid_cia_ops` depends on: the op namespaces, the ops each has
+    loaded, and the ops with a CompositeImplicitAutograd kernel in the dispatcher. That
+    count is a walk of the dispatcher (tens of ms), taken once as the cache is entered: no
+    user code runs inside it, and a new op shows in the namespaces first."""
+    ops: Any = torch.ops
+    namespaces = tuple(getattr(ops, "_dir", ()))
+    loaded = tuple(len(getattr(getattr(ops, name, None), "_dir", ())) for name in namespaces)
+    return TORCH_VERSION, namespaces, loaded, _CIA_KERNELS[0]
+
+
+@contextlib.contextmanager
+def cia_ops_cached() -> Iterator[None]:
+    """While active, torch.export's collection of CompositeImplicitAutograd ops answers from
+    a cache keyed by the op registry's state (`_op_registry_state`). For code that runs no
+    user code inside it (the export and delegate views, after torch.export). Nothing changes where this
+    torch has no such function (the speed-up is lost, never a verdict)."""
+    modules = []
+    for path in _CIA_PATHS:
+        try:
+            module = _resolve(path)
+        except LookupError:
+            continue
+        if callable(getattr(module, _CIA_NAME, None)):
+            modules.append(module)
+    if not modules:
+        yield
+        return
+    saved: list[tuple[Any, Any]] = []
+    with _CIA_LOCK:
+        if _CIA_DEPTH[0] == 0:
+            _CIA_KERNELS[0] = _cia_kernel_count()
+            original = getattr(modules[0], _CIA_NAME)
+
+            def cached() -> set[Any]:
+                key = _op_registry_state()
+                with _CIA_LOCK:
+                    found = _CIA_MEMO.get(key)
+                if found is None:
+                    found = frozenset(original())
+                    with _CIA_LOCK:
+                        _CIA_MEMO.clear()  # only the current state can be asked again
+                        _CIA_MEMO[key] = found
+                return set(found)  # torch's callers may keep it; each gets its own
+
+            saved = [(module, getattr(module, _CIA_NAME)) for module in modules]
+            for module in modules:
+                setattr(module, _CIA_NAME, cached)
+        _CIA_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        with _CIA_LOCK:
+            _CIA_DEPTH[0] -= 1
+            for module, function in saved:
+                setattr(module, _CIA_NAME, function)
+
+
+def is_aten_dialect(program: Any) -> bool:
+    """Whether an ExportedProgram is already in torch.export's ATen IR (functional, what
+    `run_decompositions` returns), not the training IR `torch.export.export` makes."""
+    try:
+        return str(program.dialect) == "ATEN"
+    except Exception:  # noqa: BLE001 - a torch without dialects: not known to be
+        return False
+
+
+@contextlib.contextmanager
+def redecomposition_skipped(uses_any: Callable[[Any, Any], bool]) -> Iterator[None]:
+    """While active, `ExportedProgram.run_decompositions(table)` on a program already in
+    ATen IR whose graph uses none of the table's ops (`uses_any(graph_module, table)`)
+    returns the program itself: retracing it would only redo the functionalisation done
+    before. (ExecuTorch's own `_gen_edge_manager_for_partitioners` skips its second pass
+    by that rule on one path and retraces on the other.)"""
+    try:
+        program_class = _resolve("torch.export.exported_program.ExportedProgram")
+    except LookupError:
+        yield
+        return
+    original = program_class.run_decompositions
+
+    def run_decompositions(self: Any, decomp_table: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if decomp_table is not None and is_aten_dialect(self) and not uses_any(self.graph_module, decomp_table):
+            return self
+        return original(self, decomp_table, *args, **kwargs)
+
+    program_class.run_decompositions = run_decompositions
+    try:
+        yield
+    finally:
+        program_class.run_decompositions = original
+
+
 # -- the ONNX exporters ---------------------------------------------------------------------------
 
 _TORCHSCRIPT_EXPORTER = ("torch.onnx._internal.torchscript_exporter", "torch.onnx")
@@ -777,17 +903,6 @@ class OnnxOpsets:
 def onnx_opsets() -> OnnxOpsets:
     constants = _first(ONNX_TORCHSCRIPT, "torch.onnx._constants")
     return OnnxOpsets(int(constants.ONNX_MIN_OPSET), int(constants.ONNX_MAX_OPSET), int(constants.ONNX_DEFAULT_OPSET))
-
-
-def onnx_unconvertible_ops() -> Callable[..., Any]:
-    """torch.onnx's `unconvertible_ops(model, args)` front end (-> (graph, ops)); Unavailable
-    when this torch has no TorchScript exporter front end."""
-    front_end: Callable[..., Any] = _first(
-        ONNX_TORCHSCRIPT,
-        "torch.onnx._internal.torchscript_exporter.utils.unconvertible_ops",
-        "torch.onnx.utils.unconvertible_ops",
-    )
-    return front_end
 
 
 _EXPORTER_ENTRY = ("exporter_context", "_decide_input_format", "_pre_trace_quant_model", "_create_jit_graph")
@@ -895,13 +1010,6 @@ def tensor_stores(module: torch.nn.Module) -> tuple[dict[str, Any], dict[str, An
     return module._parameters, module._buffers
 
 
-def iter_tensor_slots(module: torch.nn.Module) -> Iterator[tuple[dict[str, Any], str, Any]]:
-    """(store, name, value) for every parameter and buffer slot of one module."""
-    for store in tensor_stores(module):
-        for name, value in list(store.items()):
-            yield store, name, value
-
-
 # The probes `available()` runs per capability: each tuple is one API (alternatives).
 _PROBES: dict[str, tuple[tuple[str, ...], ...]] = {
     DISPATCHER.name: (
@@ -987,3 +1095,63 @@ def dynamo_config() -> Any | None:
     """Dynamo's config module (what decides whether `.item()` or `print` breaks the graph),
     or None when this torch has none."""
     return _optional(DYNAMO, "torch._dynamo.config")
+
+
+# -- Inductor (the compile target's fallbacks) ------------------------------------------------
+
+INDUCTOR = Capability(
+    "Inductor's lowering tables (torch._inductor.lowering)",
+    "the compile target does not report the ops Inductor runs eagerly (fallbacks)",
+    eager=False,
+)  # importing the lowerings takes seconds: only a compile view with graphs pays for it
+
+
+@dataclass(frozen=True)
+class InductorTables:
+    """What decides whether Inductor generates code for an aten op or calls its eager
+    kernel: the lowerings, the ops registered as eager fallbacks (`make_fallback`), the
+    decompositions applied before lowering (`select_decomp_table()`), and per device
+    the features of the code generator Inductor picks for it."""
+
+    lowerings: dict[Any, Any]
+    fallbacks: frozenset[Any]
+    decompositions: dict[Any, Any]
+    features: dict[str, frozenset[str]]  # device type -> BackendFeature names
+    feature_names: frozenset[str]  # every BackendFeature member
+    ir_module: Any  # torch._inductor.ir (its node classes decide some fallbacks per feature)
+
+
+_INDUCTOR: list[InductorTables] = []
+
+
+def inductor_tables(devices: Sequence[str] = ("cpu", "cuda")) -> InductorTables:
+    """Inductor's tables, read once per process; raises Unavailable when this torch has no
+    Inductor. A device whose code generator cannot be asked is left out of `features`."""
+    with _TABLES_LOCK:
+        if _INDUCTOR:
+            return _INDUCTOR[0]
+        lowering = _first(INDUCTOR, "torch._inductor.lowering")
+        select = _first(INDUCTOR, "torch._inductor.decomposition.select_decomp_table")
+        feature_type = _first(INDUCTOR, "torch._inductor.codegen.common.BackendFeature")
+        init_backends = _optional(INDUCTOR, "torch._inductor.codegen.common.init_backend_registration")
+        scheduling_for = _optional(INDUCTOR, "torch._inductor.codegen.common.get_scheduling_for_device")
+        features: dict[str, frozenset[str]] = {}
+        if init_backends is not None and scheduling_for is not None:
+            init_backends()
+            for device in devices:
+                try:
+                    scheduling = scheduling_for(device)
+                    found = scheduling(None).get_backend_features(torch.device(device))
+                except Exception:  # noqa: BLE001, S112 - a backend that needs a package or a device not here
+                    continue
+                features[device] = frozenset(feature.name for feature in found)
+        tables = InductorTables(
+            lowerings=dict(getattr(lowering, "lowerings", {})),
+            fallbacks=frozenset(getattr(lowering, "fallbacks", ())),
+            decompositions=dict(select()),
+            features=features,
+            feature_names=frozenset(feature_type.__members__),
+            ir_module=_first(INDUCTOR, "torch._inductor.ir"),
+        )
+        _INDUCTOR.append(tables)
+        return tables

@@ -17,6 +17,7 @@ from torch import nn
 
 pytest.importorskip("executorch.exir")
 
+from atenlint import torchcompat
 from atenlint.capture.decompose import canonical_name
 from atenlint.capture.delegate_view import (
     DelegateUnavailable,
@@ -61,7 +62,8 @@ def _real_left(name: str) -> Counter[str]:
         lowered = to_edge_transform_and_lower(exported, partitioner=[partitioner(name)])
     left: Counter[str] = Counter()
     for node in lowered.exported_program().graph.nodes:
-        target = getattr(node.target, "_op", node.target)
+        # An edge op keeps its aten overload as `_op`; a plain aten op's own `_op` is a builtin.
+        target = node.target if isinstance(node.target, torch._ops.OpOverload) else getattr(node.target, "_op", None)
         if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
             left[canonical_name(target)] += 1
     return left
@@ -109,3 +111,45 @@ def test_several_nodes_at_one_site_are_taken_only_if_all_are() -> None:
     assert both == {"delegated": False, "reasons": ["invalid dtype"], "nodes": 2, "taken": 1}
     quantized = merged_delegate({"delegate": {"delegated": False, "quantized_only": True}}, {"delegated": True})
     assert quantized["quantized_only"] is True and quantized["taken"] == 1
+
+
+def test_cached_cia_collection_answers_as_torch_and_sees_new_ops() -> None:
+    """The CompositeImplicitAutograd walk answers from its cache exactly what torch's own
+    does, and a CIA op registered meanwhile is in the next answer (the key moves)."""
+    utils = importlib.import_module("torch._export.utils")
+    original = utils._collect_all_valid_cia_ops
+    before = original()
+    with torchcompat.cia_ops_cached():
+        assert utils._collect_all_valid_cia_ops is not original
+        assert utils._collect_all_valid_cia_ops() == before
+        assert utils._collect_all_valid_cia_ops() == before  # from the cache
+        library = torch.library.Library("atenlint_cia_test", "DEF")
+        library.define("double(Tensor x) -> Tensor")
+        library.impl("double", lambda x: x * 2, "CompositeImplicitAutograd")
+        added = torch.ops.atenlint_cia_test.double.default
+        assert added in utils._collect_all_valid_cia_ops()
+        assert utils._collect_all_valid_cia_ops() == original()
+    assert utils._collect_all_valid_cia_ops is original
+
+
+def test_a_redecomposition_of_an_unchanged_graph_is_skipped_only_when_nothing_is_left() -> None:
+    """Inside `redecomposition_skipped`, run_decompositions returns a program in ATen IR
+    that calls none of the table's ops as it is; the training IR (not functional yet), or
+    a graph with an op of the table, is decomposed as ever."""
+    uses_any = importlib.import_module("executorch.exir.graph_module").contains_any_call_fn_target_op
+
+    class Small(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return nn.functional.hardswish(x) + 1
+
+    exported = torch.export.export(Small(), (torch.randn(2, 3),), strict=False)
+    table = torchcompat.export_default_decompositions()
+    with torchcompat.redecomposition_skipped(uses_any):
+        functional = exported.run_decompositions({})  # training IR: never skipped
+        assert functional is not exported and torchcompat.is_aten_dialect(functional)
+        assert any(n.target == torch.ops.aten.hardswish.default for n in functional.graph.nodes)
+        decomposed = functional.run_decompositions(table)  # hardswish is in the table: decomposed
+        assert decomposed is not functional
+        assert not any(n.target == torch.ops.aten.hardswish.default for n in decomposed.graph.nodes)
+        assert decomposed.run_decompositions(table) is decomposed  # nothing of the table is left
+    assert decomposed.run_decompositions(table) is not decomposed  # outside, torch retraces

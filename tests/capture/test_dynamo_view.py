@@ -122,3 +122,39 @@ def test_the_compile_view_comes_after_the_partial_answer(tmp_path, monkeypatch):
 def _line_of(text):
     with open(CASES_PATH, encoding="utf-8") as handle:
         return next(number for number, line in enumerate(handle, 1) if text in line)
+
+
+class _Scaled(torch.nn.Module):
+    def forward(self, x, scale=0.5, steps=2, flag=True):
+        y = x * scale
+        for _ in range(steps):
+            y = y + 1
+        return y if flag else -y
+
+
+def test_scalar_arguments_dynamo_specialises_on_are_recompile_notes():
+    x = torch.ones(2, 3)
+    answer = dynamo_breaks(_Scaled(), (x, 0.25, 3), {}, inductor=False)
+    found = {hazard["name"]: hazard for hazard in answer.get("recompiles", [])}
+    assert set(found) == {"scale", "steps"}  # a bool flag or a tensor is not a number argument
+    assert "CONSTANT_MATCH" in found["scale"]["guard"] and found["scale"]["value"] == "0.25"
+    first = _Scaled.forward.__code__.co_firstlineno
+    assert found["scale"]["site"]["line"] == first + 1 and found["steps"]["site"]["line"] == first + 2
+    # What Dynamo really does: a call with another value of each compiles again.
+    compiled: list[int] = []
+
+    def backend(graph_module, example_inputs):
+        compiled.append(1)
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    try:
+        run = torch.compile(_Scaled(), backend=backend)
+        run(x, 0.25, 3)
+        assert len(compiled) == 1
+        run(x, 0.75, 3)
+        assert len(compiled) == 2
+        run(x, 0.75, 4)
+        assert len(compiled) == 3
+    finally:
+        torch._dynamo.reset()

@@ -92,6 +92,16 @@ class FakeEngine:
     def fast_targets(self, settings) -> list:
         return [_Named(FAST_TARGET)]
 
+    def persist_results(self) -> None:
+        """The real engine starts keeping results between runs; the double keeps none."""
+
+    def warm(self, settings) -> list:
+        """The real engine warms its workers' views; the double has no views to warm."""
+        return []
+
+    def result_cache(self, execute: bool) -> None:
+        return None  # every check captures: the tests count captures
+
     def capture_static(self, path: str, text: str | None = None, display=None) -> FakeCapture:
         return self.capture(path, text=text, execute=False)
 

@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from torch_facts import mps_missing_two, require_no_kernel, with_mps_missing
+from torch_facts import mps_missing_two, mps_missing_with_exact_rewrite, with_mps_missing
 
 # A module with top-level code that calls an op with no MPS kernel in the installed torch
 # (`counted()` fills MISSING in). The worker's sandbox refuses its writes (ATL012), so the
@@ -39,6 +39,16 @@ imported = "imported"
 class Counted(nn.Module):
     def forward(self, x, index):
         return MISSING(x)
+"""
+
+# A module whose one call has no MPS kernel and an exact rewrite in the installed torch.
+SCORER = """import torch
+import torch.nn as nn
+
+
+class Scorer(nn.Module):
+    def forward(self, x):
+        return {call}
 """
 
 
@@ -137,21 +147,24 @@ async def test_a_client_that_does_not_pull_gets_no_pull_provider(pusher: Languag
 @pytest.mark.asyncio
 async def test_code_actions_without_echoed_data_come_from_the_servers_results(pusher: LanguageClient):
     """Vim + ALE send the diagnostic without `data` (or none at all)."""
-    require_no_kernel("MPS", "aten::take")  # its rewrite must be offered without `data` too (model.py calls it)
-    path = os.path.join(pusher.root, "model.py")
+    # An op with an exact rewrite in atenlint's catalog: the rewrite must be offered without `data` too.
+    missing, rewrite = mps_missing_with_exact_rewrite()
+    path = _write(pusher.root, "scorer.py", SCORER.format(call=missing.call.call("x")))
     uri = open_file(pusher, path)
     items = await diagnostics(pusher, uri)
-    take = next(d for d in items if "aten::take" in d.message)
+    finding = next(d for d in items if missing.op in d.message)
     stripped = types.Diagnostic(
-        range=take.range, message=take.message, severity=take.severity, code=take.code, source="atenlint"
+        range=finding.range, message=finding.message, severity=finding.severity, code=finding.code, source="atenlint"
     )
     for context in (types.CodeActionContext(diagnostics=[stripped]), types.CodeActionContext(diagnostics=[])):
         actions = await pusher.text_document_code_action_async(
-            types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri), range=take.range, context=context)
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri), range=finding.range, context=context
+            )
         )
         titles = [a.title for a in actions or []]
-        assert "Ignore aten::take on this line" in titles, titles
-        assert any(t.startswith("Flatten") or "reshape" in t or "flat" in t.lower() for t in titles), titles
+        assert f"Ignore {missing.op} on this line" in titles, titles
+        assert any(t.startswith(f"{rewrite.title}: `") for t in titles), titles
         assert not titles[0].startswith("Silence")  # a runtime-warning filter is never listed first
 
 

@@ -14,16 +14,20 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from torch_facts import require_no_kernel
+from torch_facts import mps_missing_with_exact_rewrite
 
 IMPORTS = "import torch\nimport torch.nn as nn\n%matplotlib inline"
-# `take`, for its exact rewrite (the preferred fix); the test needs a torch without its MPS kernel.
-MODEL = (
-    "class Scorer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-    "        self.proj = nn.Linear(8, 8)\n\n    def forward(self, x, index):\n"
-    "        return torch.take(self.proj(x), index)\n"
-)
-FIXED = MODEL.replace("torch.take(self.proj(x), index)", "self.proj(x).reshape(-1)[index]")
+
+
+def model(call: str) -> str:
+    """The model cell; `call` (on `y`, LSP line 7, column 15) has no MPS kernel in the installed
+    torch. Its argument is a plain name: a rewrite that writes its input more than once is
+    offered only for one (`self.proj(x)` would be computed several times)."""
+    return (
+        "class Scorer(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(8, 8)\n\n    def forward(self, x):\n"
+        f"        y = self.proj(x)\n        return {call}\n"
+    )
 
 
 def capabilities(pull: bool) -> types.ClientCapabilities:
@@ -111,40 +115,45 @@ async def cell_diagnostics(client: LanguageClient, uri: str, predicate=lambda it
 @pytest.mark.asyncio
 async def test_cells_get_their_diagnostics_quick_fixes_and_updates(client: LanguageClient):
     assert client.server_caps.notebook_document_sync is not None
-    require_no_kernel("MPS", "aten::take")
+    # An op with an exact rewrite in atenlint's catalog, so that a preferred fix is offered.
+    missing, catalog_entry = mps_missing_with_exact_rewrite()
+    source = model(missing.call.call("y"))
     path = os.path.join(client.root, "scoring.ipynb")
-    sources = [("code", IMPORTS), ("markdown", "# The model"), ("code", MODEL)]
+    sources = [("code", IMPORTS), ("markdown", "# The model"), ("code", source)]
     write_notebook(path, sources)
     uri, uris = open_notebook(client, path, sources)
 
-    [take] = await cell_diagnostics(client, uris[2], lambda items: len(items) == 1)
-    assert (take.code, take.range.start.line, take.range.start.character) == ("MPS001", 6, 15)
-    assert "aten::take" in take.message and take.data["target"] == "mps"
+    [finding] = await cell_diagnostics(client, uris[2], lambda items: len(items) == 1)
+    assert (finding.code, finding.range.start.line, finding.range.start.character) == ("MPS001", 7, 15)
+    assert missing.op in finding.message and finding.data["target"] == "mps"
     assert await cell_diagnostics(client, uris[0]) == []
     assert uri not in client.diagnostics and uris[1] not in client.diagnostics  # the notebook, a markdown cell
 
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uris[2]),
-            range=take.range,
-            context=types.CodeActionContext(diagnostics=[take]),
+            range=finding.range,
+            context=types.CodeActionContext(diagnostics=[finding]),
         )
     )
-    rewrite = next(a for a in actions if "reshape" in a.title)
+    rewrite = next(a for a in actions if a.title.startswith(f"{catalog_entry.title}: `"))
     # VS Code applies `documentChanges`: each cell's edits carry the version of the cell
     # text they were computed on, so an edit typed meanwhile makes the client reject them.
     assert rewrite.is_preferred and rewrite.edit.changes is None
     [change] = rewrite.edit.document_changes
     assert (change.text_document.uri, change.text_document.version) == (uris[2], 1)
-    assert apply_edits(MODEL, change.edits) == FIXED
-    ignore = next(a for a in actions if a.title == "Ignore aten::take on this line")
-    assert "# atenlint: ignore[aten::take]" in apply_edits(MODEL, ignore.edit.document_changes[0].edits)
+    fixed = apply_edits(source, change.edits)
+    # The edit writes, in place of the call, the text its title shows (cut at "…" when long).
+    promised = rewrite.title.split(": `", 1)[1].removesuffix("`").split("…", 1)[0]
+    assert fixed.splitlines()[7].startswith(f"        return {promised}"), (rewrite.title, fixed)
+    ignore = next(a for a in actions if a.title == f"Ignore {missing.op} on this line")
+    assert f"# atenlint: ignore[{missing.op}]" in apply_edits(source, ignore.edit.document_changes[0].edits)
     # A diagnostic of an older version of the cell: its positions are stale, nothing is offered.
-    stale = attrs.evolve(take, data={**take.data, "version": 0})
+    stale = attrs.evolve(finding, data={**finding.data, "version": 0})
     assert not await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uris[2]),
-            range=take.range,
+            range=finding.range,
             context=types.CodeActionContext(diagnostics=[stale]),
         )
     )
@@ -158,14 +167,14 @@ async def test_cells_get_their_diagnostics_quick_fixes_and_updates(client: Langu
                     text_content=[
                         types.NotebookDocumentCellContentChanges(
                             document=types.VersionedTextDocumentIdentifier(uri=uris[2], version=2),
-                            changes=[types.TextDocumentContentChangeWholeDocument(text=FIXED)],
+                            changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)],
                         )
                     ]
                 )
             ),
         )
     )
-    write_notebook(path, [("code", IMPORTS), ("markdown", "# The model"), ("code", FIXED)])
+    write_notebook(path, [("code", IMPORTS), ("markdown", "# The model"), ("code", fixed)])
     client.notebook_document_did_save(
         types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=uri))
     )
@@ -180,19 +189,19 @@ async def test_cells_get_their_diagnostics_quick_fixes_and_updates(client: Langu
                     text_content=[
                         types.NotebookDocumentCellContentChanges(
                             document=types.VersionedTextDocumentIdentifier(uri=uris[2], version=3),
-                            changes=[types.TextDocumentContentChangeWholeDocument(text=MODEL + "\ndef broken(:\n")],
+                            changes=[types.TextDocumentContentChangeWholeDocument(text=source + "\ndef broken(:\n")],
                         )
                     ]
                 )
             ),
         )
     )
-    write_notebook(path, [("code", IMPORTS), ("markdown", "# The model"), ("code", MODEL + "\ndef broken(:\n")])
+    write_notebook(path, [("code", IMPORTS), ("markdown", "# The model"), ("code", source + "\ndef broken(:\n")])
     client.notebook_document_did_save(
         types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=uri))
     )
     [syntax] = await cell_diagnostics(client, uris[2], lambda items: [d.code for d in items] == ["ATL001"])
-    assert syntax.range.start.line == 8
+    assert syntax.range.start.line == len(source.splitlines()) + 1
 
     client.notebook_document_did_close(
         types.DidCloseNotebookDocumentParams(

@@ -168,3 +168,27 @@ async def test_status_notifications(client: LanguageClient):
     assert "idle" in [s["state"] for s in client.statuses]
     last = client.statuses[-1]
     assert last["targets"] == ["mps"] and last["torch"].startswith("2.") and last["trusted"] is True
+
+
+@pytest.mark.asyncio
+async def test_a_restarted_server_serves_an_unchanged_file_from_the_stored_check(tmp_path):
+    """open, shut down, a new server, open again: the same diagnostics, served from the
+    stored check (its log says so) instead of a capture; an edit saved to disk is checked."""
+    from pytest_lsp.client import make_test_lsp_client
+
+    root = copy_workspace(tmp_path)
+    path = os.path.join(root, "model.py")
+    env = dict(os.environ, ATENLINT_CACHE_DIR=str(tmp_path / "cache"))
+    shown, served = [], []
+    for _ in range(2):
+        client = make_test_lsp_client()
+        await client.start_io(*SERVER, env=env)
+        try:
+            await start(client, "visual-studio-code", root)
+            uri = open_file(client, path)
+            shown.append(by_code(await diagnostics(client, uri)))
+            served.append(any("served from the result cache" in m.message for m in client.log_messages))
+        finally:
+            await client.shutdown_session()
+    assert shown[0] == shown[1] == [("MPS001", 10, 17), ("MPS001", 11, 24)]
+    assert served == [False, True]

@@ -1,5 +1,6 @@
 """The session prepares what the first check needs while the editor opens (issue 22): the
-targets of each workspace folder's settings are built right after the workers start."""
+targets of each workspace folder's settings are built right after the workers start, and
+the workers are asked to warm the views those targets judge (a trusted session only)."""
 
 from __future__ import annotations
 
@@ -22,14 +23,19 @@ class _Target:
 
 @dataclass
 class _Engine:
-    """What `_prepare_targets` uses of the engine: its resolver and `targets_for`."""
+    """What `_prepare_targets` uses of the engine: its resolver, `targets_for` and `warm`."""
 
     resolver: SettingsResolver
     built: list[tuple[str, ...]] = field(default_factory=list)
+    warmed: list[tuple[str, ...]] = field(default_factory=list)
 
     def targets_for(self, settings):
         self.built.append(settings.targets)
         return [_Target(name) for name in settings.targets]
+
+    def warm(self, settings):
+        self.warmed.append(settings.targets)
+        return []
 
 
 def _folder(root, name: str, pyproject: str) -> str:
@@ -48,7 +54,17 @@ def test_each_folder_s_targets_are_built_before_the_first_check(tmp_path):
     engine = _Engine(SettingsResolver(workspace_roots=[one, two]))
     session.workers._prepare_targets(engine)
     assert engine.built == [("mps", "onnx:17"), ("cuda",)]
+    assert engine.warmed == engine.built  # each folder's views, asked for once its targets exist
     assert any(m.startswith("targets mps, onnx:17, cuda ready in") for m in callbacks.logged)
+
+
+def test_an_untrusted_session_builds_the_targets_but_warms_no_view(tmp_path):
+    """Nothing of an untrusted workspace is imported: no view will be asked for."""
+    folder = _folder(tmp_path, "one", '[tool.atenlint]\ntargets = ["mps"]\n')
+    session = Session(RecordingCallbacks(), EditorSettings(trusted=False), [folder])
+    engine = _Engine(SettingsResolver(workspace_roots=[folder]))
+    session.workers._prepare_targets(engine)
+    assert engine.built == [("mps",)] and engine.warmed == []
 
 
 def test_a_folder_whose_settings_cannot_be_read_is_left_to_its_checks(tmp_path):

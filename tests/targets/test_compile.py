@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from atenlint.targets.compile import BREAK, NOT_RUN, SOURCE_BREAK, CompileTarget, user_words
+from atenlint.targets.compile import BREAK, FALLBACK, NOT_RUN, RECOMPILE, SOURCE_BREAK, CompileTarget, user_words
 from support import TESTS, check_json
 
 CASES = os.path.join(TESTS, "data", "compile", "compile_cases.py")
@@ -104,3 +104,66 @@ def test_compile_is_a_listed_target(engine):
     status = built.status()
     assert status["available"] and status["data"]["compiler"] == f"Dynamo of torch {engine.torch_version}"
     assert built.support("aten::add.Tensor")["verdict"] == "supported"
+
+
+INDUCTOR_CASE = """\
+import torch
+import torch.nn as nn
+
+
+class Ranked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, scale=1.0):
+        y = self.lin(x) * scale
+        d = torch.cdist(y, y)
+        print(d.shape)
+        return torch.cumsum(d, dim=1)
+"""
+
+
+def test_check_reports_inductor_fallbacks_recompiles_and_the_print_fix(engine, tmp_path):
+    (tmp_path / "ranked.py").write_text(INDUCTOR_CASE)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.atenlint]\ntargets = ["compile"]\ninfer-inputs = false\n'
+        '[tool.atenlint.modules."ranked.Ranked"]\ninputs = "(torch.randn(3, 4), 0.5)"\n'
+    )
+    found = [f for f in check_json(engine, str(tmp_path)) if f["target"] == "compile"]
+    by_line = {}
+    for finding in found:
+        by_line.setdefault(finding["range"]["start"]["line"] + 1, []).append(finding)
+    (cdist,) = [f for f in by_line[12] if f["code"] == FALLBACK]
+    (cumsum,) = [f for f in by_line[14] if f["code"] == FALLBACK]
+    assert cdist["severity"] == cumsum["severity"] == "information"
+    assert "no cpu and cuda lowering for `aten._cdist_forward" in cdist["message"]
+    assert "no cpu lowering for `aten.cumsum" in cumsum["message"] and "SCAN" in cumsum["message"]
+    (scale,) = [f for f in by_line[11] if f["code"] == RECOMPILE]
+    assert "`scale` (0.5 in this run)" in scale["message"]
+    (printed,) = [f for f in by_line[13] if f["code"] == BREAK]
+    assert [fix["id"] for fix in printed["fixes"]] == ["print-when-not-compiling"]
+
+
+def test_an_op_only_the_cpu_has_a_kernel_for_is_no_cuda_fallback(engine):
+    """The fallbacks come from a CPU run: scaled_dot_product_attention picks a CPU-only op
+    there, which native_functions.yaml gives no CUDA kernel, so no CUDA graph has it."""
+    target = CompileTarget(engine.torch_version, native=engine.native)
+    site = {"file": "/p/m.py", "line": 3, "col": -1}
+
+    def verdicts(op):
+        fallback = {"op": op, "called": op, "devices": ["cpu", "cuda"], "why": "registered fallback", "site": site}
+        cls = {
+            "name": "M",
+            "qualname": "M",
+            "module": "m.M",
+            "status": "ok",
+            "ops": [],
+            "compile": {"breaks": [], "fallbacks": [fallback]},
+        }
+        return [r.message for r in target.class_results(cls) if r.code == FALLBACK]
+
+    (cpu_only,) = verdicts("aten._scaled_dot_product_flash_attention_for_cpu.default")
+    assert "no cpu lowering" in cpu_only
+    (both,) = verdicts("aten._cdist_forward.default")
+    assert "no cpu and cuda lowering" in both

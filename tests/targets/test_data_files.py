@@ -11,6 +11,7 @@ import pytest
 import atenlint.targets as targets_package
 from atenlint.targets import mps_history
 from atenlint.targets.device_backend import xla_lowerings
+from atenlint.targets.mps import MpsTarget, forced_fallbacks
 from atenlint.targets.tensorrt import release_for
 from atenlint.versions import release as release_numbers
 
@@ -65,6 +66,32 @@ def test_history_agrees_with_the_installed_torch(engine):
         if mps_history.has_kernel(op, release) != direct:
             disagree.append(op)
     assert disagree == []
+
+
+def test_forced_fallbacks_pick_the_installed_release(engine):
+    """The forced-fallback entry is the installed minor release's when the data lists it, else
+    the nearest older one, and then `atenlint targets` and an MPS002 message name the release
+    it was read from instead of the installed one (checked on each torch the suite runs on)."""
+    table = engine.native
+    with open(os.path.join(DATA, "mps_forced_fallbacks.json"), encoding="utf-8") as handle:
+        versions = json.load(handle)["versions"]
+    release = ".".join(table.torch_version.split(".")[:2])
+    older = [v for v in versions if (release_numbers(v) or ()) <= (release_numbers(release) or ())]
+    expected = release if release in versions else max(older, key=lambda v: release_numbers(v) or ())
+    ops, chosen, exact = forced_fallbacks(table.torch_version)
+    assert (chosen, exact) == (expected, release in versions)
+    assert ops == frozenset(versions[expected]["ops"]) and ops
+    # torch cannot both register an op to the CPU fallback and give it an MPS kernel: a forced op
+    # with a kernel in this wheel would mean the (nearest) entry is wrong for this torch.
+    assert [op for op in ops if table.get(op) is not None and "MPS" in table.get(op).kernels] == []
+    target = MpsTarget(table)
+    assert target.status()["data"]["forced fallbacks"] == (
+        f"MPSFallback.mm for torch {expected}" + ("" if exact else " (nearest known version)")
+    )
+    forced = min(ops)
+    message = target.verdict(target.problems({"op": forced, "calls": None}, ("eval",))).message
+    read_from = f"torch {table.torch_version}" if exact else f"torch {expected} (the nearest release"
+    assert f"`{forced}`, which {read_from}" in message, message
 
 
 def test_tensorrt_release_pairs_with_torch():

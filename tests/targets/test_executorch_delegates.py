@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
 from torch import nn
 
-from atenlint.config import Settings
+from atenlint.config import Settings, SettingsResolver
 from atenlint.targets.executorch_delegates import (
     DELEGATE_CODE,
     NO_KERNEL_CODE,
+    NOT_JUDGED_CODE,
     UNAVAILABLE_CODE,
     DelegateTarget,
     delegate_of,
 )
-from atenlint.worker.protocol import CallTree
+from atenlint.worker.protocol import CallTree, ClassAnswer
 
 
 def _table(**delegates: Any) -> dict[str, Any]:
@@ -89,6 +90,61 @@ def test_an_unavailable_partitioner_says_why_once() -> None:
     assert [r.code for r in results] == [UNAVAILABLE_CODE]
     assert "ImportError" in results[0].message
     assert not DelegateTarget("executorch:coreml", {"available": False, "reason": "not installed"}, "2").available
+
+
+def test_a_class_without_a_delegate_graph_says_it_was_not_judged_once() -> None:
+    target = DelegateTarget("executorch:xnnpack", _table(), "2.13.0")
+    scripted: dict[str, Any] = {"name": "Block", "status": "ok", "covered": []}
+
+    def results(**changes: Any) -> list[Any]:
+        return target.class_results(cast(ClassAnswer, {**scripted, **changes}))
+
+    (note,) = results()
+    assert (note.severity, note.code) == ("information", NOT_JUDGED_CODE)
+    assert "`Block`" in note.message and "executorch:xnnpack" in note.message and "inputs=" in note.message
+    # Judged: the view is among those the trace gave. A failed front end or trace already
+    # has its own note (ATL020, ATL011); a class not captured at all, its own finding.
+    assert results(capture="trace", covered=["executorch:xnnpack"]) == []
+    assert results(graph_errors=[{"view": "executorch:xnnpack", "message": "x"}]) == []
+    assert results(trace_error={"message": "x"}) == []
+    assert results(capture="static")[0].code == NOT_JUDGED_CODE
+    assert results(status="build_failed") == []
+
+
+INFERRED = """import torch
+from torch import nn
+
+
+class Pooled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        y = self.conv(x).mean((2, 3))
+        return torch.cumsum(y, 1)
+"""
+
+
+def test_inferred_inputs_give_delegate_verdicts_and_no_inputs_one_note(engine: Any, tmp_path: Any) -> None:
+    """No `# atenlint: inputs=`: with inferred inputs (the default) the partitioner judges
+    the class; with inference off the class is only scripted, and one note says the
+    delegate did not judge it (never silence)."""
+    pytest.importorskip("executorch.backends.xnnpack.partition.xnnpack_partitioner")
+    (tmp_path / "pooled.py").write_text(INFERRED, encoding="utf-8")
+
+    def findings(**settings: Any) -> list[Any]:
+        engine.resolver = SettingsResolver(None, dict({"targets": ("executorch:xnnpack",)}, **settings))
+        return [f for f in engine.check_paths([str(tmp_path)], jobs=1).findings if f.target == "executorch:xnnpack"]
+
+    inferred = findings()
+    assert {(f.code, f.range.start.line) for f in inferred} >= {(DELEGATE_CODE, 11)}  # cumsum: no XNNPACK config
+    assert any("aten::cumsum" in f.ops for f in inferred)
+    assert NOT_JUDGED_CODE not in {f.code for f in inferred}
+
+    scripted = findings(infer_inputs=False)
+    assert [(f.code, f.severity) for f in scripted] == [(NOT_JUDGED_CODE, "information")]
+    assert "`Pooled`" in scripted[0].message
 
 
 class Sorts(nn.Module):

@@ -30,19 +30,37 @@ def leaf(op):
     "tree, expected",
     [
         (leaf("aten::add.Tensor"), []),  # structured, delegate has an MPS kernel
-        (leaf("aten::linalg_svd"), [("aten::linalg_svd", FORCED)]),  # MPSFallback.mm
         (leaf("aten::linalg_lu_solve.out"), []),  # registered from Python at run time
         ({"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::mean.dim")]}, []),  # composite: judged by its calls
-        (
-            {"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::_adaptive_avg_pool3d")]},
-            [("aten::_adaptive_avg_pool3d", FALLBACK)],
-        ),
         ({"op": "aten::convolution", "calls": None}, []),  # device-dispatching composite we did not expand
-        (leaf("aten::_cudnn_rnn"), [("aten::_cudnn_rnn", UNSUPPORTED)]),  # neither MPS nor CPU kernel
     ],
 )
 def test_problems(mps, tree, expected):
     assert [(p.op, p.kind) for p in mps.problems(tree, ("eval",))] == expected
+
+
+def test_a_composite_reports_the_call_without_a_kernel(mps):
+    missing = missing_on("MPS", structured=False)[0].op
+    tree = {"op": "aten::adaptive_avg_pool3d", "calls": [leaf("aten::mean.dim"), leaf(missing)]}
+    assert [(p.op, p.kind) for p in mps.problems(tree, ("eval",))] == [(missing, FALLBACK)]
+
+
+def test_forced_fallbacks_and_ops_without_any_kernel(mps, table):
+    """MPSFallback.mm's ops (the data file's entry for this torch) always run on the CPU; an
+    op this torch gives neither an MPS nor a CPU kernel (a CUDA-only one) fails even with
+    the fallback."""
+    assert mps.backend.forced
+    for op in sorted(mps.backend.forced):
+        assert [(p.op, p.kind) for p in mps.problems(leaf(op), ("eval",))] == [(op, FORCED)]
+    cuda_only = next(
+        name
+        for name, entry in sorted(table.entries.items())
+        if "CUDA" in entry.kernels
+        and entry.delegate is None
+        and not entry.kernels & {"CPU", "MPS"}
+        and not any(key.startswith("Composite") for key in entry.kernels)
+    )
+    assert [(p.op, p.kind) for p in mps.problems(leaf(cuda_only), ("eval",))] == [(cuda_only, UNSUPPORTED)]
 
 
 @pytest.mark.parametrize("structured", [False, True], ids=["no-kernel", "delegate-lacks-one"])
@@ -112,6 +130,8 @@ def test_one_verdict_per_call_whichever_path_captured_it(engine, tmp_path):
     from atenlint.capture.device_composites import kept_composites
     from atenlint.config import Settings
 
+    if "aten::linalg_svd" not in forced_fallbacks(engine.native.torch_version)[0]:
+        pytest.skip(f"MPSFallback.mm of torch {engine.native.torch_version} (the data file) does not force linalg_svd")
     assert "aten::linalg_svd" in kept_composites() and "aten::embedding_renorm" not in kept_composites()
     path = tmp_path / "svd.py"
     path.write_text(SVD)

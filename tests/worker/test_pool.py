@@ -199,3 +199,98 @@ def test_the_time_limit_counts_only_the_process_of_its_own_request():
         later.wait()
     finally:
         earlier.wait()
+
+
+def _wait_for_child(zygote: int, earlier: set[int]) -> int:
+    """The analysis child the warm worker forked for the request in flight (a wait for an
+    event, bounded only to turn a hang into a failure)."""
+    from atenlint.worker.pool import _children
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        children = [child for child in _children(zygote) if child not in earlier]
+        if children:
+            return children[0]
+        time.sleep(0.01)
+    raise AssertionError("the analysis child was never seen")
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (a killed child the worker has not reaped yet is a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_cancelled_analysis_ends_only_its_child_and_the_warm_worker_answers_next(own_pool, tmp_path):
+    """Closing a document stops its check in flight (issue 21: after 500 open/close pairs a
+    new file waited 91 s behind checks nobody wanted). The limit is far beyond any test, so
+    only the cancel can end the endless import; the next file is answered by the same warm
+    worker, which could not take it while the loop ran."""
+    import threading
+
+    from atenlint.worker.pool import Cancelled, _children, cancelled_by
+
+    (tmp_path / "spin.py").write_text("while True:\n    pass\n")
+    (tmp_path / "fine.py").write_text("x = 1\n")
+    assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []  # a live warm worker
+    worker = own_pool._all[0]
+    zygote, restarts = worker.process.pid, own_pool.restarts
+    earlier = set(_children(zygote))
+    cancel = threading.Event()
+    outcome: list[str] = []
+
+    def check() -> None:
+        with cancelled_by(cancel):
+            try:
+                analyse(own_pool, tmp_path / "spin.py", "spin", timeout=86_400)
+                outcome.append("answered")
+            except Cancelled:
+                outcome.append("cancelled")
+
+    thread = threading.Thread(target=check)
+    thread.start()
+    child = _wait_for_child(zygote, earlier)
+    cancel.set()
+    thread.join(timeout=120)
+    assert not thread.is_alive() and outcome == ["cancelled"]
+    assert analyse(own_pool, tmp_path / "fine.py", "fine", timeout=86_400)["classes"] == []
+    assert not _running(child)
+    assert own_pool.restarts == restarts and worker.process.pid == zygote  # the zygote lives on
+
+
+def test_a_cancelled_request_is_never_sent_nor_queued_for_a_worker(own_pool, tmp_path):
+    import threading
+
+    from atenlint.worker.pool import Cancelled, cancelled_by
+
+    (tmp_path / "fine.py").write_text("x = 1\n")
+    cancel = threading.Event()
+    cancel.set()
+    with cancelled_by(cancel), pytest.raises(Cancelled):
+        analyse(own_pool, tmp_path / "fine.py", "fine")
+    # Every worker busy: a cancelled check stops waiting for one.
+    taken = own_pool._idle.get()
+    try:
+        waiting = threading.Event()
+        raised: list[BaseException] = []
+
+        def check() -> None:
+            with cancelled_by(waiting):
+                try:
+                    analyse(own_pool, tmp_path / "fine.py", "fine")
+                except BaseException as error:  # noqa: BLE001 - what stopped it is the test's point
+                    raised.append(error)
+
+        thread = threading.Thread(target=check)
+        thread.start()
+        waiting.set()
+        thread.join(timeout=60)
+        assert not thread.is_alive() and [type(e) for e in raised] == [Cancelled]
+    finally:
+        own_pool._idle.put(taken)
+    with cancelled_by(threading.Event()):  # a scope whose event is not set changes nothing
+        assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []
+    assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []  # nor does its end

@@ -5,7 +5,7 @@
 // (./companion) that writes a JSON verdict; this script sets up each scenario, opens the
 // workbench, takes the screenshots the companion asks for, and reports.
 //
-//   node vscode-client/e2e/run.mjs [--vsix atenlint.vsix] [--scenario trusted|restricted]...
+//   node vscode-client/e2e/run.mjs [--vsix atenlint.vsix] [--scenario trusted|restricted|no-torch|cross-file]...
 //
 // Needs: `npm run package` (atenlint.vsix), vscode-client/e2e/install-code-server.sh, and a Python
 // with torch in .venv (or $ATENLINT_E2E_PYTHON). Artifacts (screenshots, logs, verdicts) go to
@@ -24,7 +24,7 @@ const artifacts = path.join(root, '.ci', 'artifacts');
 const { values: options } = parseArgs({
     options: {
         vsix: { type: 'string', default: path.join(root, 'atenlint.vsix') },
-        scenario: { type: 'string', multiple: true, default: ['trusted', 'restricted', 'no-torch'] },
+        scenario: { type: 'string', multiple: true, default: ['trusted', 'restricted', 'no-torch', 'cross-file'] },
         'code-server': { type: 'string', default: path.join(root, '.ci', 'work', 'code-server', 'node_modules', '.bin', 'code-server') },
         chromium: { type: 'string', default: process.env.CHROMIUM || '/usr/bin/chromium' },
         timeout: { type: 'string', default: '420' },
@@ -128,9 +128,74 @@ function canarySource(canaryFile) {
 }
 const CANARY_CALL_LINE = 15; // 0-based line of `return self.pool(x)`
 
+// The issue-19 workspace: a.py's Encoder calls an op with no MPS kernel in torch 2.13-2.15
+// (torch.special.ndtri), b.py's Model builds `self.enc = Encoder(8)`, so b.py's check places a
+// finding in a.py. `counted` is a.py with a module-level line that appends to a file outside the
+// workspace: the scenario counts how often a save imports a.py. (The worker's sandbox would refuse
+// that write; ATENLINT_SANDBOX is off in this harness, see startCodeServer. The server's own log,
+// one "analysed a.py" line per check, is the count that holds with the sandbox on.)
+const ENCODER = [
+    'import torch',
+    'import torch.nn as nn',
+    '',
+    '',
+    'class Encoder(nn.Module):',
+    '    def __init__(self, dim):',
+    '        super().__init__()',
+    '        self.dim = dim',
+    '',
+    '    def forward(self, x):',
+    '        return torch.special.ndtri(x)',
+    '',
+].join('\n');
+const MODEL = [
+    'import torch.nn as nn',
+    'from a import Encoder',
+    '',
+    '',
+    'class Model(nn.Module):',
+    '    def __init__(self):',
+    '        super().__init__()',
+    '        self.enc = Encoder(8)',
+    '',
+    '    def forward(self, x):',
+    '        return self.enc(x)',
+    '',
+].join('\n');
+
+function crossFileWorkspace(dir) {
+    const workspace = path.join(dir, 'workspace');
+    fs.mkdirSync(workspace, { recursive: true });
+    fs.writeFileSync(path.join(workspace, 'a.py'), ENCODER);
+    fs.writeFileSync(path.join(workspace, 'b.py'), MODEL);
+    const counter = path.join(dir, 'a-imports.txt');
+    const counted = ENCODER.replace('import torch.nn as nn\n',
+        `import torch.nn as nn\n\nwith open(${JSON.stringify(counter)}, "a") as imports:\n    imports.write("imported\\n")\n`);
+    return {
+        workspace,
+        crossFile: {
+            a: 'a.py',
+            b: 'b.py',
+            call: 'torch.special.ndtri(x)',
+            code: 'MPS001',
+            texts: { encoder: ENCODER, fixed: ENCODER.replace('torch.special.ndtri(x)', 'torch.erfinv(x)'), counted },
+            counter,
+        },
+    };
+}
+
 function prepare(scenario, facts) {
     const dir = path.join(work, scenario);
     fs.rmSync(dir, { recursive: true, force: true });
+    if (scenario === 'cross-file') {
+        const { workspace, crossFile } = crossFileWorkspace(dir);
+        // Auto-save off, as the issue's report had it: nothing is saved (so nothing runs) but by the scenario.
+        return prepareEditor(scenario, facts, dir, workspace, {
+            interpreter: '${env:ATENLINT_E2E_PYTHON}',
+            settings: { 'files.autoSave': 'off' },
+            spec: { crossFile },
+        });
+    }
     const workspace = path.join(dir, 'examples');
     fs.cpSync(path.join(root, 'examples'), workspace, { recursive: true, filter: (src) => !src.includes('__pycache__') });
     const canary = path.join(dir, 'canary-imported');
@@ -155,6 +220,15 @@ function prepare(scenario, facts) {
         fs.writeFileSync(noTorchPython, `#!/bin/sh\nexec ${JSON.stringify(python)} -S "$@"\n`, { mode: 0o755 });
     }
     const interpreterSetting = { trusted: '${env:ATENLINT_E2E_PYTHON}', restricted: python, 'no-torch': noTorchPython }[scenario];
+    return prepareEditor(scenario, facts, dir, workspace, {
+        interpreter: interpreterSetting,
+        restricted,
+        spec: { canary, canaryModule: CANARY_MODULE, canaryLine: CANARY_CALL_LINE, interpreterCanary, fix: `${noTorchPython} -m pip install 'torch>=2.13,<2.16'` },
+    });
+}
+
+/** The user settings, the handshake folder and spec.json of a scenario whose workspace is laid out. */
+function prepareEditor(scenario, facts, dir, workspace, { interpreter, restricted = false, settings = {}, spec: scenarioSpec }) {
     const userData = path.join(dir, 'user-data');
     writeJson(path.join(userData, 'User', 'settings.json'), {
         'workbench.startupEditor': 'none',
@@ -175,9 +249,10 @@ function prepare(scenario, facts) {
         'security.workspace.trust.enabled': restricted,
         'security.workspace.trust.startupPrompt': 'never',
         'security.workspace.trust.banner': 'always',
-        'atenlint.interpreter': interpreterSetting,
+        'atenlint.interpreter': interpreter,
         // The LSP trace goes to the extension's log, copied to .ci/artifacts/ for whoever reads a failure.
         'atenlint.trace.server': 'verbose',
+        ...settings,
     });
     const handshake = path.join(dir, 'handshake');
     fs.mkdirSync(handshake);
@@ -188,11 +263,7 @@ function prepare(scenario, facts) {
         handshake,
         torch: facts.torch,
         python,
-        canary,
-        canaryModule: CANARY_MODULE,
-        canaryLine: CANARY_CALL_LINE,
-        interpreterCanary,
-        fix: `${noTorchPython} -m pip install 'torch>=2.13,<2.16'`,
+        ...scenarioSpec,
     };
     writeJson(path.join(dir, 'spec.json'), spec);
     return { dir, workspace, userData, spec, specPath: path.join(dir, 'spec.json'), restricted };
@@ -208,8 +279,9 @@ async function startCodeServer(setup, extensions, port) {
         // Trusted: the user setting names the interpreter through ${env:ATENLINT_E2E_PYTHON} (the
         // remote extension host takes PATH from a login shell, so PATH cannot carry the venv).
         ATENLINT_E2E_PYTHON: python,
-        // The canary module proves an import by writing a file, which the worker's sandbox
-        // refuses (tests/worker/test_sandbox.py covers that); here only trust decides imports.
+        // The canary module (and cross-file's counted a.py) proves an import by writing a file, which
+        // the worker's sandbox refuses (tests/worker/test_sandbox.py covers that); here only trust
+        // decides imports.
         ATENLINT_SANDBOX: 'off',
     };
     const config = path.join(setup.dir, 'code-server.yaml');
@@ -307,6 +379,24 @@ async function expectNotification(page, name, texts) {
     }
 }
 
+/** Waits for the Problems view (opened by the companion) to list every one of `texts`; screenshots it. */
+async function expectProblems(page, name, texts) {
+    let panel = page.locator('.markers-panel');
+    for (const text of texts) {
+        panel = panel.filter({ hasText: text });
+    }
+    try {
+        await panel.first().waitFor({ state: 'visible', timeout: 30_000 });
+        await page.screenshot({ path: path.join(artifacts, `vscode-${name}.png`) });
+        log(`Problems view: ${(await panel.first().innerText()).split('\n').filter(Boolean).slice(0, 3).join(' | ').slice(0, 160)}`);
+        return '';
+    } catch {
+        await page.screenshot({ path: path.join(artifacts, `vscode-${name}.png`) }).catch(() => undefined);
+        const shown = await page.locator('.markers-panel').allInnerTexts().catch(() => []);
+        return `the Problems view does not list ${JSON.stringify(texts)}; it shows: ${JSON.stringify(shown)}`;
+    }
+}
+
 /** In the Workspace Trust editor (opened by the companion), clicks "Trust", as a user would. */
 async function clickTrust(page) {
     try {
@@ -364,6 +454,8 @@ async function runScenario(scenario, facts, extensions) {
                         await takeScreenshot(page, match[1], request, notes);
                     } else if (request.action === 'notification') {
                         problem = await expectNotification(page, match[1], request.contains);
+                    } else if (request.action === 'problems') {
+                        problem = await expectProblems(page, match[1], request.contains);
                     } else if (request.action === 'trust') {
                         problem = await clickTrust(page);
                     } else {

@@ -94,7 +94,7 @@ def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
     except (ImportError, AttributeError) as error:
         raise DelegateUnavailable(f"executorch's to_edge_transform_and_lower internals: {error}") from None
     chosen = partitioner(name)
-    with _quiet():
+    with _quiet(), torchcompat.cia_ops_cached(), torchcompat.redecomposition_skipped(_uses_any_of()):
         manager = edge_for({"forward": [chosen]}, {"forward": exported}, config, None, False)
         edge = manager.exported_program("forward")
         with _Reasons() as reasons:
@@ -121,6 +121,17 @@ def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
     for node in edge.graph_module.graph.nodes:  # constants the partitioner tagged too
         node.meta.pop("delegation_tag", None)
     return out
+
+
+def _uses_any_of() -> Any:
+    """ExecuTorch's own test of whether a graph (or a control-flow branch of it) calls any
+    op of a decomposition table: where it says none, `_gen_edge_manager_for_partitioners`'
+    last `run_decompositions` (the partitioner's kept ops that its check declined, decomposed
+    after all) would retrace an unchanged graph, and is skipped. Without it nothing is."""
+    try:
+        return importlib.import_module("executorch.exir.graph_module").contains_any_call_fn_target_op
+    except (ImportError, AttributeError):
+        return lambda _graph_module, _ops: True
 
 
 def _overload_of(target: Any) -> Any:

@@ -10,19 +10,26 @@ before and after each class, so one class's cache never hides another's breaks.
 
 Every break keeps Dynamo's own reason and the user's frame: Dynamo records the user stack
 of each break; frames in torch or other installed libraries are walked up to the
-innermost frame of the user's own code. Runs inside the worker.
+innermost frame of the user's own code.
+
+The same run gives two more things for free: the ops Inductor would run eagerly (each
+compiled graph's one run is recorded, capture/inductor_fallbacks.py) and, from the guards
+Dynamo hands `explain`, the Python number arguments the graph is specialised on (another
+value recompiles). Runs inside the worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
+import re
 import warnings
 from typing import Any
 
 import torch
 
 from .. import torchcompat
-from ..worker.protocol import CompileAnswer, ErrorInfo, GraphBreak, Site
+from ..worker.protocol import CompileAnswer, ErrorInfo, GraphBreak, RecompileHazard, Site
 from ..worker.vocabulary import VIEW_COMPILE
 from .paths import is_library_file
 
@@ -57,14 +64,15 @@ def compile_view(
 
 
 def dynamo_breaks(
-    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fullgraph: bool = False
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fullgraph: bool = False, inductor: bool = True
 ) -> CompileAnswer:
     """Run `function` under Dynamo as `torch._dynamo.explain(function)(*args, **kwargs)`
     does (`optimize(backend, nopython=False)`, the same reset before and after), recording
     each compiled graph's break reason. The user's code really runs (eagerly, between the
     graphs): prints print, as under `explain`. With `fullgraph`, a class with breaks is run
     once more with `nopython=True` (what `torch.compile(fullgraph=True)` does): its cost is
-    paid only by projects that compile that way."""
+    paid only by projects that compile that way. `inductor`: also the ops Inductor would
+    run eagerly (capture/inductor_fallbacks.py), from the graphs' one run each."""
     try:
         dynamo = torchcompat.dynamo()
     except torchcompat.Unavailable as missing:
@@ -72,6 +80,7 @@ def dynamo_breaks(
 
     breaks: list[GraphBreak] = []
     graphs = 0
+    fallbacks = _fallback_recorder() if inductor else None
 
     def record(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Any:
         nonlocal graphs
@@ -79,23 +88,93 @@ def dynamo_breaks(
         reason = getattr(graph_module, "compile_subgraph_reason", None)
         if reason is not None and reason.graph_break:
             breaks.append(_graph_break(reason))
-        return graph_module.forward
+        if fallbacks is None:
+            return graph_module.forward
+        from .inductor_fallbacks import run_recording
 
+        return run_recording(graph_module, fallbacks)
+
+    guards: list[Any] = []
     dynamo.reset()
     answer: CompileAnswer
     try:
         with warnings.catch_warnings(), _quiet_dynamo():
             warnings.simplefilter("ignore")
-            dynamo.optimize(record, nopython=False)(function)(*args, **kwargs)
+            _optimized(dynamo, record, guards.extend)(function)(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - the user's code raised (under Dynamo or eagerly)
         answer = {"breaks": breaks, "graphs": graphs, "error": _error_info(error)}
     else:
         answer = {"breaks": breaks, "graphs": graphs}
     finally:
         dynamo.reset()
+    if fallbacks is not None and fallbacks.found:
+        answer["fallbacks"] = list(fallbacks.found.values())
+    hazards = scalar_specialisations(function, args, kwargs, guards)
+    if hazards:
+        answer["recompiles"] = hazards
     if fullgraph and breaks and "error" not in answer:
         answer.update(_fullgraph_verdict(function, args, kwargs))
     return answer
+
+
+def _optimized(dynamo: Any, backend: Any, export_guards: Any) -> Any:
+    """`optimize(backend, nopython=False)`, handing each compiled frame's guards to
+    `export_guards` as `explain` has them (a Dynamo without `guard_export_fn`: no guards)."""
+    try:
+        return dynamo.optimize(backend, nopython=False, guard_export_fn=export_guards)
+    except TypeError:
+        return dynamo.optimize(backend, nopython=False)
+
+
+_LOCAL = re.compile(r"^L\['(?P<name>\w+)'\]$")
+_VALUE_GUARDS = frozenset({"CONSTANT_MATCH", "EQUALS_MATCH"})
+
+
+def scalar_specialisations(
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any], guards: list[Any]
+) -> list[RecompileHazard]:
+    """The Python numbers among `forward`'s arguments that Dynamo guarded on by value
+    (its own guards: `L['scale']` with CONSTANT_MATCH): another value recompiles."""
+    forward = getattr(function, "forward", function)
+    try:
+        bound = inspect.signature(forward).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return []
+    found: dict[str, RecompileHazard] = {}
+    for guard in guards:
+        match = _LOCAL.match(str(getattr(guard, "name", "")))
+        if match is None or match["name"] in found:
+            continue
+        value = bound.get(match["name"])
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        try:
+            kind = str(guard.create_fn_name())
+        except Exception:  # noqa: BLE001, S112 - a guard of another shape on this torch
+            continue
+        if kind not in _VALUE_GUARDS:
+            continue
+        stack = [frame for frame in (getattr(guard, "user_stack", None) or []) if not is_library_file(frame.filename)]
+        found[match["name"]] = {
+            "kind": "scalar",
+            "name": match["name"],
+            "value": repr(value),
+            "guard": f"{guard.name} {kind}",
+            "site": _site(stack[-1]) if stack else None,
+        }
+    return list(found.values())
+
+
+def _fallback_recorder() -> Any:
+    """A recorder of Inductor's fallbacks for the graphs Dynamo compiles, or None where this
+    torch has no Inductor tables (the degradation says so) or no dispatch modes."""
+    try:
+        from .inductor_fallbacks import FallbackRecorder, judge
+
+        judge()
+        return FallbackRecorder()
+    except torchcompat.Unavailable:
+        return None
 
 
 def _fullgraph_verdict(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileAnswer:

@@ -85,6 +85,13 @@ def capture_file(request: AnalyseParams, on_partial: PartialCallback | None = No
     imported: list[str] = []
     answer: FileAnswer = {"path": path, "module": request["module"], "classes": [], "imported": imported}
     _request_roots = list(request.get("roots", []))
+    graph_options = request.get("graph_options") or {}
+    if graph_options.get("executorch_decompositions"):
+        # Before anything is decomposed: a file that cannot be imported is read from source
+        # (`_static_file`), and ExecuTorch's view of it needs to_edge's table too.
+        from .export_decompose import set_executorch_changes
+
+        set_executorch_changes(graph_options["executorch_decompositions"])
     config = request.get("classes", {})
     candidates = list(config)
     skip = set(request.get("skip", ()))

@@ -348,10 +348,53 @@ def _jit_frames(node: Any) -> list[tuple[str, int, str]]:
     return frames
 
 
-def _fx_frames(node: Any) -> list[tuple[str, int, str]]:
+def _fx_frames(node: Any, origins: dict[str, Any] | None = None, depth: int = 0) -> list[tuple[str, int, str]]:
+    """The node's recorded frames, innermost first. `origins` (the exported program's own
+    graphs, `_generated_code_origins`) puts back what `run_decompositions` loses: a
+    higher-order op's body (`torch.no_grad()` in forward becomes `wrap_with_set_grad_enabled`)
+    is inlined by running its generated code, so its nodes record a frame of that code
+    (`<eval_with_key>.N`) instead of the user's; the exported node that line made has them."""
     text = node.meta.get("stack_trace") or ""
     frames = [(m["file"], int(m["line"]), m["func"]) for m in map(_FX_FRAME.match, text.splitlines()) if m]
+    if origins and depth < 4 and any(f[0].startswith(_GENERATED) for f in frames):
+        frames = [
+            frame
+            for file, line, func in frames
+            for frame in (
+                reversed(_generated_origin(file, line, origins, depth))
+                if file.startswith(_GENERATED)
+                else [(file, line, func)]
+            )
+        ]
     return list(reversed(frames))  # FX keeps them outermost first
+
+
+_GENERATED = "<eval_with_key>"  # the file name FX gives the code it generates for a graph
+
+
+def _generated_code_origins(graph_module: Any) -> dict[str, Any]:
+    """The code FX generated for each graph of an exported program (its higher-order ops'
+    bodies included) -> that graph: where a frame in generated code came from."""
+    return {
+        module.code.strip(): module for module in graph_module.modules() if isinstance(module, torch.fx.GraphModule)
+    }
+
+
+def _generated_origin(file: str, line: int, origins: dict[str, Any], depth: int) -> list[tuple[str, int, str]]:
+    """The frames of the exported node that line `line` of generated code `file` makes (FX
+    writes one statement per node, `name = target(...)`), innermost first; none when the
+    code is not one of the program's graphs."""
+    import linecache
+
+    lines = linecache.getlines(file)
+    graph_module = origins.get("".join(lines).strip())
+    if graph_module is None or not 0 < line <= len(lines):
+        return []
+    name = lines[line - 1].strip().split(" = ", 1)[0].split(",")[0].strip()
+    for node in graph_module.graph.nodes:
+        if node.name == name:
+            return _fx_frames(node, origins, depth + 1)
+    return []
 
 
 def _base(op: str) -> str:
@@ -572,32 +615,36 @@ def export_graph_ops(
                 toolchain_fails=_export_itself_fails(error, site),
             ) from None
         delegate_failures: list[GraphFailure] = []
-        for view in wanted:
-            if view in DELEGATE_VIEWS:  # one delegate that cannot run must not cost the other views
+        origins = _generated_code_origins(exported.graph_module)
+        # torch.export asks which ops are CompositeImplicitAutograd on every run_decompositions;
+        # the answer depends only on the op registry's state, so it is asked once per state.
+        with torchcompat.cia_ops_cached():
+            for view in wanted:
+                if view in DELEGATE_VIEWS:  # one delegate that cannot run must not cost the other views
+                    try:
+                        found += _delegate_graph_ops(exported, view)
+                    except GraphFailure as failure:
+                        delegate_failures.append(failure)
+                    continue
                 try:
-                    found += _delegate_graph_ops(exported, view)
-                except GraphFailure as failure:
-                    delegate_failures.append(failure)
-                continue
-            try:
-                if view == VIEW_EXPORT:
-                    # = run_decompositions(): torch's default table, built once per process.
-                    decomposed = exported.run_decompositions(torchcompat.export_default_decompositions())
-                elif view == VIEW_COREML_EXPORT:
-                    decomposed = exported.run_decompositions({})  # what coremltools' docs ask for
-                elif view == VIEW_EXECUTORCH:
-                    decomposed = exported.run_decompositions(
-                        _executorch_decomposition_table(options.get("executorch_decompositions") or {})
-                    )
-                else:
-                    decomposed = exported.run_decompositions(
-                        _onnx_decomposition_table(options.get("onnx_export_ops") or [])
-                    )
-            except Exception as error:  # noqa: BLE001
-                raise GraphFailure(
-                    view, f"run_decompositions: {type(error).__name__}: {_first_line(error)}", _user_site_of(error)
-                ) from None
-            found += _fx_ops(decomposed.graph_module, view)
+                    if view == VIEW_EXPORT:
+                        # = run_decompositions(): torch's default table, built once per process.
+                        decomposed = exported.run_decompositions(torchcompat.export_default_decompositions())
+                    elif view == VIEW_COREML_EXPORT:
+                        decomposed = exported.run_decompositions({})  # what coremltools' docs ask for
+                    elif view == VIEW_EXECUTORCH:
+                        decomposed = exported.run_decompositions(
+                            _executorch_decomposition_table(options.get("executorch_decompositions") or {})
+                        )
+                    else:
+                        decomposed = exported.run_decompositions(
+                            _onnx_decomposition_table(options.get("onnx_export_ops") or [])
+                        )
+                except Exception as error:  # noqa: BLE001
+                    raise GraphFailure(
+                        view, f"run_decompositions: {type(error).__name__}: {_first_line(error)}", _user_site_of(error)
+                    ) from None
+                found += _fx_ops(decomposed.graph_module, view, origins)
     instance.eval()
     if delegate_failures:
         raise GraphFailures(delegate_failures, found)
@@ -650,7 +697,7 @@ def _export_itself_fails(error: BaseException, site: Site | None) -> bool:
     return False
 
 
-def _fx_ops(graph_module: Any, view: str) -> list[GraphOp]:
+def _fx_ops(graph_module: Any, view: str, origins: dict[str, Any] | None = None) -> list[GraphOp]:
     out = []
     modules = [graph_module] + [
         m for m in graph_module.modules() if m is not graph_module and isinstance(m, torch.fx.GraphModule)
@@ -662,7 +709,7 @@ def _fx_ops(graph_module: Any, view: str) -> list[GraphOp]:
             name = canonical_name(node.target)
             if name in _EXPORT_ASSERTIONS:
                 continue
-            sites = _frames_to_sites(_fx_frames(node), _fx_hints(node, name))
+            sites = _frames_to_sites(_fx_frames(node, origins), _fx_hints(node, name))
             out.append(GraphOp(name, view, sites, library_facts(name) if node.target.namespace != "aten" else {}))
     return out
 

@@ -75,8 +75,8 @@ class Candidate:
 
 def candidates(cls: type, instance: torch.nn.Module, module: Any) -> list[Candidate]:
     """Up to MAX_CANDIDATES example inputs for `cls.forward`, best first; [] when forward's
-    signature cannot be read or asks for what no tensor can give (`*args`, required
-    keyword-only parameters)."""
+    signature cannot be read or asks for what no tensor can give (required keyword-only
+    parameters). A forward taking only `*args` gets one input, for the instance's first layer."""
     out: list[Candidate] = []
     suggested = _suggestion(cls, module)
     if suggested is not None:
@@ -140,17 +140,25 @@ class _Layer:
 
 def _instance_candidates(forward: ast.FunctionDef, instance: torch.nn.Module) -> list[str]:
     arguments = forward.args
-    if arguments.vararg is not None or any(d is None for d in arguments.kw_defaults):
-        return []  # *args, or a keyword-only parameter without a default
+    if any(d is None for d in arguments.kw_defaults):
+        return []  # a keyword-only parameter without a default
     positional = list(arguments.posonlyargs) + list(arguments.args)
     if positional and positional[0].arg in ("self", "cls"):
         positional = positional[1:]
     required = positional[: len(positional) - len(arguments.defaults)]
+    seq = _declared_size(instance, _SEQ_ATTRIBUTES)
+    spatial = _declared_size(instance, _SPATIAL_ATTRIBUTES)
+    if not required and arguments.vararg is not None:
+        # `forward(self, *args, **kwargs)` handing its inputs on (`self.forward_features(*args)`):
+        # one input, shaped for the instance's first layer.
+        layer = _describe(_first_leaf(instance))
+        shapes = _shapes_for(layer, None, seq, spatial) if layer is not None and layer.kind != "embedding" else []
+        if layer is not None and layer.kind == "embedding":
+            shapes = [f"torch.randint(0, {layer.size}, ({BATCH}, {length}))" for length in _dedupe([seq, _DEFAULT_SEQ])]
+        return [f"({shape},)" for shape in shapes[:MAX_CANDIDATES]]
     if not required:
         return []
     docs = documented_shapes(ast.get_docstring(forward) or "")
-    seq = _declared_size(instance, _SEQ_ATTRIBUTES)
-    spatial = _declared_size(instance, _SPATIAL_ATTRIBUTES)
     options: list[list[str]] = []
     first_tensor: list[str] | None = None
     for parameter in required:

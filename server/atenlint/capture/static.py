@@ -40,7 +40,17 @@ from .compile_static import class_breaks, disabled_functions
 from .decompose import resolve_overload
 from .paths import is_library_file
 from .script import Site, _Walker, decomposed, script_ops
-from .static_flow import ROOT, TENSOR, Context, Facts, Flow, class_attributes
+from .static_flow import (
+    ROOT,
+    TENSOR,
+    Context,
+    Facts,
+    Flow,
+    assigned_attributes,
+    class_attributes,
+    constructor_settings,
+    init_parameters,
+)
 
 # Fast paths torch takes only on CPU/CUDA (a device check in MultiheadAttention and
 # TransformerEncoderLayer): never reached on MPS, so never reported there.
@@ -572,8 +582,37 @@ class _FileAnalysis:
                     owner, function = init
                     owner_facts = owner.facts(None, None) if owner is not self else facts
                     facts.attributes, facts.layers = class_attributes(function, owner_facts)
+                    facts.settings = {name: value for name, (_, value) in cls_owner.settings(cls).items()}
             self._facts[key] = facts
         return self._facts[key]
+
+    def settings(
+        self, cls: ast.ClassDef, methods: list[FunctionNode] | None = None, depth: int = 0
+    ) -> dict[str, tuple[str, Any]]:
+        """`constructor_settings` of `cls` (defined here), and of its bases for what its own
+        __init__ leaves to them (`super().__init__(model, **kwargs)`): not an attribute it
+        assigns, nor one stored from a parameter it takes itself (it may pass another
+        default on). `methods`: the most derived class's other methods."""
+        if methods is None:
+            methods = [f for n, (_, f) in self._methods(cls).items() if n != "__init__"]
+        init = next(
+            (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"),
+            None,
+        )
+        found = constructor_settings(init, methods) if init is not None else {}
+        parameters = init_parameters(init) if init is not None else set()
+        assigned = assigned_attributes(init) if init is not None else set()
+        for base in cls.bases if depth < _MAX_FOLLOW_DEPTH else ():
+            resolved = self.resolve(base)
+            if resolved is None:
+                continue
+            owner, base_cls = resolved
+            if not isinstance(base_cls, ast.ClassDef):
+                continue
+            for name, (source, value) in owner.settings(base_cls, methods, depth + 1).items():
+                if name not in found and name not in assigned and source not in parameters:
+                    found[name] = (source, value)
+        return found
 
     def replayer(self, device: str) -> _Replayer:
         if device not in self._replayers:

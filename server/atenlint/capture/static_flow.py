@@ -353,6 +353,10 @@ class Facts:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     attributes: dict[str, str] = field(default_factory=dict)  # self.<name> -> kind, from __init__
     layers: dict[str, str] = field(default_factory=dict)  # self.<name> -> torch layer class name
+    # self.<name> -> the literal default of the constructor parameter __init__ stores in it
+    # (`self.immiscible = immiscible`, `immiscible=False`): a branch on it that the default
+    # does not take runs only when the model is built with another value (information).
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------
@@ -748,6 +752,80 @@ def class_attributes(
     return {name: values.pop() for name, values in kinds.items() if len(values) == 1}, layers
 
 
+def constructor_settings(
+    init: ast.FunctionDef | ast.AsyncFunctionDef | None, methods: list[ast.FunctionDef | ast.AsyncFunctionDef]
+) -> dict[str, tuple[str, Any]]:
+    """self.<name> -> (the __init__ parameter stored in it, that parameter's literal
+    default), for an attribute __init__ assigns once, straight from that parameter, and no
+    other method of the class (`methods`) assigns."""
+    if init is None:
+        return {}
+    arguments = init.args
+    positional = arguments.posonlyargs + arguments.args
+    defaults: dict[str, Any] = {}
+    for argument, default in zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults):
+        defaults[argument.arg] = _constant(default)
+    for argument, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if keyword_default is not None:
+            defaults[argument.arg] = _constant(keyword_default)
+    reassigned = {name for name in defaults if _assigned_names(init.body, name)}
+    stored: dict[str, list[Any]] = {}
+    for function in [init, *methods]:
+        for node in ast.walk(function):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                for element in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    name = _self_attribute(element)
+                    if name is None:
+                        continue
+                    value = getattr(node, "value", None)
+                    source = (
+                        value.id
+                        if function is init and isinstance(node, ast.Assign) and isinstance(value, ast.Name)
+                        else None
+                    )
+                    stored.setdefault(name, []).append(source)
+    out: dict[str, tuple[str, Any]] = {}
+    for name, sources in stored.items():
+        source = sources[0]
+        if len(sources) != 1 or source is None or source in reassigned or source not in defaults:
+            continue
+        value = defaults[source]
+        if value is not _UNKNOWN and (value is None or isinstance(value, (bool, int, float, str))):
+            out[name] = (source, value)
+    return out
+
+
+def init_parameters(init: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    arguments = init.args
+    return {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+
+
+def assigned_attributes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """self.<name> that `function` assigns."""
+    out = set()
+    for node in ast.walk(function):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets:
+            for element in target.elts if isinstance(target, ast.Tuple) else [target]:
+                name = _self_attribute(element) if element is not None else None
+                if name is not None:
+                    out.add(name)
+    return out
+
+
+def _assigned_names(body: list[Any], name: str) -> bool:
+    """Whether `name` is rebound in `body` (`immiscible = immiscible and x`)."""
+    for node in _walk_body(body):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            return True
+    return False
+
+
 # ---------------------------------------------------------------------------
 # Which calls run, and when
 
@@ -853,7 +931,7 @@ class Flow:
         }
         body = _with_modes(context, {mode for mode, value in outcomes.items() if _may_be(value, True)})
         orelse = _with_modes(context, {mode for mode, value in outcomes.items() if _may_be(value, False)})
-        if self.defaults:
+        if self.defaults or self.facts.settings:
             by_default = self._value(test, values, None)
             if by_default is not _UNKNOWN and self._mentions_optional(test, values):
                 if by_default:
@@ -868,7 +946,8 @@ class Flow:
 
     def _mentions_optional(self, test: ast.AST, values: dict[str, Any]) -> bool:
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
-        return bool(names & (set(self.defaults) | set(values)))
+        settings = {_self_attribute(n) for n in ast.walk(test)} & set(self.facts.settings)
+        return bool(names & (set(self.defaults) | set(values))) or bool(settings)
 
     def _class_kind(self, classes: ast.AST) -> str | None:
         items = classes.elts if isinstance(classes, ast.Tuple) else [classes]
@@ -902,6 +981,9 @@ class Flow:
             return node.value
         if isinstance(node, ast.Attribute) and _self_attribute(node) == "training":
             return _UNKNOWN if training is None else training
+        setting = _self_attribute(node)
+        if setting is not None and setting in self.facts.settings:
+            return self.facts.settings[setting] if defaults else _UNKNOWN
         if isinstance(node, ast.Attribute) and node.attr == "is_quantized" and _self_attribute(node) is None:
             # A tensor's flag (not a module's own `self.is_quantized` setting): atenlint judges
             # float models (it builds them so), so a quantized-tensor branch (torchvision

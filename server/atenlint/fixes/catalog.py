@@ -18,7 +18,7 @@ the first exact one.
 
 from __future__ import annotations
 
-from .model import CONFIG, EXPLAIN, SUPPRESS, Condition, Remedy, Rewrite
+from .model import CONFIG, EXPLAIN, REWRITE, SUPPRESS, Condition, Remedy, Rewrite
 
 # The SVD, eigh and eig kernels (each overload the dispatcher and the CPU-fallback warning name).
 _LINALG_DECOMPOSITION_OPS = (
@@ -478,6 +478,18 @@ REMEDIES: tuple[Remedy, ...] = (
         builder="raise_onnx_opset",
         why="the exporter implements the op from a later opset than the one exported at: export with "
         '`opset_version=N` and tell atenlint (`targets = ["onnx:N"]`)',
+    ),
+    Remedy(
+        id="print-when-not-compiling",
+        title="Print only when not compiling",
+        kind=REWRITE,
+        targets=("compile",),
+        codes=("COMPILE001", "COMPILE002"),
+        builder="guard_print",
+        why="puts the `print(...)` statement under `if not torch.compiler.is_compiling():`. Dynamo traces the "
+        "branch taken while it compiles, where the condition is False, so it never meets `print` and keeps one "
+        "graph; run eagerly, the print runs as before. What the module computes is unchanged (offered only when "
+        "the printed arguments call nothing that writes: no in-place method, no assignment expression)",
     ),
 )
 

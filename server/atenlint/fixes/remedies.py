@@ -11,6 +11,7 @@ from ..config import Settings
 from ..finding_data import Fix, FixEdit
 from ..findings import Finding
 from .callsite import FileContext
+from .compile_fixes import guard_print
 from .edits import LineIndex, TextEdit
 from .imports import import_edit, import_statement, insertion_point
 from .model import Remedy
@@ -164,6 +165,7 @@ def _targets_edit(config: str, current: str, wanted: str) -> FixEdit | None:
 
 RemedyBuilder = Callable[[Remedy, Finding, FileContext | None, Settings | None], Fix | None]
 BUILDERS: dict[str, RemedyBuilder] = {
+    "guard_print": guard_print,
     "silence_fallback_warning": silence_fallback_warning,
     "explain_mps_fallback": explain_mps_fallback,
     "raise_onnx_opset": raise_onnx_opset,

@@ -82,6 +82,22 @@ def portable(path: str, root: str) -> tuple[str, str]:
     return os.path.abspath(path), ""
 
 
+# How the JSON contract names a file inside site-packages, as SARIF's uriBaseId does.
+SITE_PACKAGES_PREFIX = "%SITE_PACKAGES%/"
+
+
+def contract_path(finding: Finding) -> str:
+    """`path` in `--format json`: as the user gave it or relative to the working directory,
+    and for a file of an installed library outside it (a finding placed in a library's
+    frame) `%SITE_PACKAGES%/` and its path inside site-packages, as SARIF and the GitHub
+    format name it: never this machine's absolute path, and never confused with a path
+    relative to the working directory."""
+    if not os.path.isabs(finding.path):
+        return finding.path
+    inside_site = site_relative(finding.path)
+    return SITE_PACKAGES_PREFIX + inside_site if inside_site is not None else finding.path
+
+
 def uri_reference(relative: str) -> str:
     """A relative path as a URI reference (spaces, `#`, `%` ... percent-encoded)."""
     return urllib.parse.quote(relative, safe="/")

@@ -66,6 +66,12 @@ _RULES = [
         "ET010", "DelegateLeavesToCpu", "an ExecuTorch delegate's partitioner leaves an operator to the CPU", "warning"
     ),
     Rule("ET011", "DelegateUnavailable", "an ExecuTorch delegate's partitioner cannot run here", "information"),
+    Rule(
+        "ET012",
+        "DelegateNotJudged",
+        "a class without example inputs gets no ExecuTorch delegate verdict",
+        "information",
+    ),
     Rule("COREML000", "CoremltoolsMissing", "coremltools is not installed", "information"),
     Rule("COREML001", "CoremlUnsupported", "Core ML conversion has no converter for an operator", "error"),
     Rule("TRT001", "TensorrtGraphBreak", "Torch-TensorRT has no converter: a graph break", "warning"),
@@ -91,6 +97,18 @@ _RULES = [
     ),
     Rule("COMPILE002", "GraphBreakFromSource", "read from source: a call that always breaks the graph", "warning"),
     Rule("COMPILE003", "DynamoDidNotRun", "Dynamo could not run the class with its example inputs", "information"),
+    Rule(
+        "COMPILE004",
+        "InductorFallback",
+        "Inductor has no lowering for this op on a device (cpu, cuda): torch.compile runs its eager kernel",
+        "information",
+    ),
+    Rule(
+        "COMPILE005",
+        "DynamoRecompiles",
+        "Dynamo specialised the graph on this Python number argument: another value compiles again",
+        "information",
+    ),
 ]
 RULES = {rule.code: rule for rule in _RULES}
 

@@ -22,7 +22,7 @@ from ..engine import CallSite, Engine
 from ..findings import Finding
 from ..pipeline import FileResult, FileSnapshot, check_file
 from ..sourcetext import DecodeError, decode_source
-from ..worker.pool import WorkerFailure, WorkerPool
+from ..worker.pool import Cancelled, WorkerFailure, WorkerPool, cancelled_by
 from .results import Analysed, AnalysisInput, DocumentResult, analysis_input, internal_error, make_result, text_hash
 from .settings import EditorSettings
 from .state import MAX_READ_BYTES, WorkspaceScan, content_hash, modified_since
@@ -156,11 +156,13 @@ class Analyser:
         settings: EditorSettings,
         generation: Callable[[], int],
         on_partial: Callable[[DocumentResult], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> DocumentResult:
         """One check. `on_partial` is called on the event loop with the fast targets' result
         when the file's targets include slower export ones (never for a cached result).
         `generation()` is the session's disk generation: a check that overlapped a change
-        on disk is not cached."""
+        on disk is not cached. Setting `cancel` stops the check (its worker request too):
+        it raises `Cancelled` then, and nothing of it is reported or cached."""
         key = self.input_key(path, wanted, settings)
         cached = self._cached(path, key, wanted)
         if cached is not None:
@@ -189,8 +191,10 @@ class Analyser:
 
         try:
             findings, call_sites, imported = await loop.run_in_executor(
-                self.executor, self.analyse_blocking, path, wanted, settings.trusted, early, None
+                self.executor, self.analyse_blocking, path, wanted, settings.trusted, early, None, cancel
             )
+        except Cancelled:
+            raise  # nothing of it is reported or cached (`analyse_blocking` logged it)
         except Exception as error:  # noqa: BLE001 - a bug of ours must not take the editor down
             message = f"{type(error).__name__}: {error}"
             self.reporter.failed(message)
@@ -222,11 +226,16 @@ class Analyser:
         trusted: bool,
         on_partial: Callable[[Analysed], None] | None = None,
         engine: Engine | None = None,
+        cancel: threading.Event | None = None,
     ) -> tuple[list[Finding], list[CallSite], list[str]]:
         """Capture and judge one file (on a thread). The engine is held for the whole
         check: a pool replaced meanwhile (another interpreter) closes only after it."""
-        with self.holding(engine) as held:
-            return self._analyse_on(held, path, wanted, trusted, on_partial)
+        try:
+            with self.holding(engine) as held, cancelled_by(cancel):
+                return self._analyse_on(held, path, wanted, trusted, on_partial)
+        except Cancelled:  # logged here: a closed document's task no longer awaits this thread
+            self.reporter.log(f"stopped the check of {os.path.basename(path)}: no longer wanted", "debug")
+            raise
 
     def _analyse_on(
         self,
@@ -285,13 +294,18 @@ class Analyser:
                     break
                 progress(index, len(files), os.path.basename(path))
                 path = os.path.abspath(path)
-                result = self._check_one(engine, path, scan)
+                try:
+                    result = self._check_one(engine, path, scan, cancelled)
+                except Cancelled:  # `$/cancelRequest`: the file in flight stops too
+                    break
                 if result is not None:
                     results[path] = result
                     on_result(result)
         return results, note
 
-    def _check_one(self, engine: Engine, path: str, scan: WorkspaceScan) -> DocumentResult | None:
+    def _check_one(
+        self, engine: Engine, path: str, scan: WorkspaceScan, cancelled: threading.Event | None = None
+    ) -> DocumentResult | None:
         text = scan.open_texts.get(path)
         if text is None:
             try:
@@ -310,7 +324,9 @@ class Analyser:
             text, text, {p: t for p, t in scan.unsaved.items() if p != path}, scan.settings
         )
         try:
-            findings, call_sites, imported = self.analyse_blocking(path, wanted, scan.settings.trusted, engine=engine)
+            findings, call_sites, imported = self.analyse_blocking(
+                path, wanted, scan.settings.trusted, engine=engine, cancel=cancelled
+            )
         except WorkerFailure as failure:
             self.reporter.log(f"{path}: {failure.message}", "error")
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -16,6 +17,7 @@ from typing import Protocol
 from ..findings import Finding
 from ..notebook import is_notebook
 from ..uris import path_uri
+from ..worker.pool import Cancelled
 from .analysis import Analyser
 from .results import AnalysisInput, DocumentResult, with_kept_slow_findings
 from .state import Document, SessionState, content_hash, is_source_file, modified_since, read_saved_text
@@ -83,9 +85,11 @@ class Checks:
         if document.debounce is not None:
             document.debounce.cancel()
         if document.task is not None and not document.task.done():
-            # Its check is of no use any more: a queued one never starts (issue 21: after
-            # 500 open/close pairs a new file waited minutes behind them).
+            # Its check is of no use any more: a queued one never starts, a running one
+            # stops (issue 21: after 500 open/close pairs a new file waited minutes).
             document.task.cancel()
+            if document.cancel is not None:
+                document.cancel.set()
         for waiter in document.waiters + document.partial_waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -164,6 +168,8 @@ class Checks:
         document.pending = True
         if document.task is None or document.task.done():
             document.task = asyncio.get_running_loop().create_task(self._run(document))
+        elif document.cancel is not None:
+            document.cancel.set()  # the running check's result would be discarded: stop it now
 
     def input_for(self, document: Document) -> AnalysisInput:
         return self.state.input_for(document)
@@ -174,19 +180,27 @@ class Checks:
                 document.pending = False
                 document.renotified = set()
                 run = document.run = object()
+                cancel = document.cancel = threading.Event()
                 wanted = self.state.input_for(document)
                 ready = self.ready()
                 if ready is not None:
                     await asyncio.shield(ready)
                 started_ns, generation = time.time_ns(), self.state.disk_generation
-                result = await self.analyser.analyse(
-                    document.path,
-                    wanted,
-                    document.version,
-                    self.state.settings,
-                    lambda: self.state.disk_generation,
-                    functools.partial(self._deliver_partial, document, run),
-                )
+                try:
+                    result = await self.analyser.analyse(
+                        document.path,
+                        wanted,
+                        document.version,
+                        self.state.settings,
+                        lambda: self.state.disk_generation,
+                        functools.partial(self._deliver_partial, document, run),
+                        cancel,
+                    )
+                except Cancelled:  # closed or superseded while it ran: nothing of it is shown
+                    if self.state.documents.get(document.uri) is not document:
+                        return
+                    document.pending = True
+                    continue
                 if self.state.documents.get(document.uri) is not document:
                     return  # closed meanwhile
                 if any(modified_since(p, started_ns) for p in document.renotified):

@@ -84,7 +84,9 @@ class Workers:
         )
 
     def _new_engine(self, pool: WorkerPool) -> Engine:
-        return Engine(pool, self.session.resolver(), log=lambda message: self.session.callbacks.log(message))
+        engine = Engine(pool, self.session.resolver(), log=lambda message: self.session.callbacks.log(message))
+        engine.persist_results()  # a restarted editor serves unchanged files from the stored checks
+        return engine
 
     def _warm_up(self, loop: asyncio.AbstractEventLoop) -> None:
         """Checks wait on `ready` from now on; the start itself begins on the loop's next
@@ -126,7 +128,10 @@ class Workers:
             try:
                 # Built once per distinct settings (the engine keeps them): a second folder
                 # with the same targets costs a lookup.
-                built += [t.name for t in engine.targets_for(engine.resolver.for_directory(folder))]
+                settings = engine.resolver.for_directory(folder)
+                built += [t.name for t in engine.targets_for(settings)]
+                if self.session.settings.trusted:  # an untrusted session imports nothing: no view to warm
+                    engine.warm(settings)
             except Exception as error:  # noqa: BLE001 - the first check of a file there says it again, worded
                 self.session.callbacks.log(f"targets for {folder} not prepared: {error}", "debug")
         if built:

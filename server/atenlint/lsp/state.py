@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ class Document:
         default_factory=list
     )  # pulls that take a partial result
     run: object | None = None  # identifies the running check (a partial of an older one is dropped)
+    cancel: threading.Event | None = None  # set: the running check is no longer wanted (closed, superseded)
     partial_run: object | None = None  # the check `partial` came from
     # text hash -> the latest version whose buffer held that text (the last few): the
     # version a quick fix computed on a checked text is valid for.

@@ -88,7 +88,7 @@ def build_target(
     if name == "compile":
         from .compile import CompileTarget
 
-        return CompileTarget(version, fullgraph=bool(getattr(settings, "fullgraph", False)))
+        return CompileTarget(version, fullgraph=bool(getattr(settings, "fullgraph", False)), native=native)
     if name == "torchscript":
         from .torchscript import TorchScriptTarget
 

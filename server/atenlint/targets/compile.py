@@ -8,18 +8,32 @@ speed, not correctness, so it is a warning; with `fullgraph = true`
 (`torch.compile(fullgraph=True)`, `torch.export(strict=True)`, AOTInductor) Dynamo raises
 at the first one, so each is an error there. What was read from the source alone is never
 an error: at most a warning.
+
+The ops Inductor would run as their eager kernel (capture/inductor_fallbacks.py: its own
+lowering tables, per device) are information: a kernel boundary and a copy, never a failure.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..worker.protocol import CallTree, ClassAnswer, CompileAnswer, GraphBreak, Site
+from ..worker.protocol import (
+    CallTree,
+    ClassAnswer,
+    CompileAnswer,
+    GraphBreak,
+    InductorFallback,
+    RecompileHazard,
+    Site,
+)
 from .base import ClassResult, Problem, Support, Target, TargetStatus, Verdict
+from .native_table import NativeTable
 
 BREAK = "COMPILE001"  # Dynamo splits the graph here
 SOURCE_BREAK = "COMPILE002"  # read from the source (no inputs): a break whatever the values
 NOT_RUN = "COMPILE003"  # Dynamo could not run the class with its inputs: no verdict
+FALLBACK = "COMPILE004"  # Inductor runs this op's eager kernel (no generated code), per device
+RECOMPILE = "COMPILE005"  # a guard Dynamo installed recompiles the graph when this value changes
 
 # Dynamo's reason -> what happens, in the user's words (the wording only: which calls
 # break is Dynamo's own decision, reported as it gives it). First match wins.
@@ -56,15 +70,18 @@ def user_words(reason: str) -> str:
 
 class CompileTarget(Target):
     name = "compile"
-    description = "torch.compile: Dynamo graph breaks"
+    description = "torch.compile: Dynamo graph breaks, Inductor fallbacks"
     device = "cpu"
     # Not a call tree: the worker's own compile record (ClassAnswer["compile"]); captured
     # after every other view, so the fast targets' diagnostics never wait for Dynamo.
     tree_view = "compile"
 
-    def __init__(self, torch_version: str, fullgraph: bool = False) -> None:
+    def __init__(self, torch_version: str, fullgraph: bool = False, native: NativeTable | None = None) -> None:
         self.torch_version = torch_version
         self.fullgraph = fullgraph
+        # native_functions.yaml's kernels: an op the CPU run met that has a CPU kernel only
+        # (`_scaled_dot_product_flash_attention_for_cpu`) is never in a CUDA graph.
+        self.native = native
 
     def problems(self, tree: CallTree, phases: tuple[str, ...]) -> list[Problem]:
         return []  # the verdict is per break (class_results), never per op
@@ -102,6 +119,12 @@ class CompileTarget(Target):
                     site=stop_site,
                 )
             )
+        for fallback in view.get("fallbacks", []):
+            op = fallback.get("op", "")
+            devices = [d for d in fallback.get("devices", []) if d != "cuda" or self._in_cuda_graphs(op)]
+            if devices:
+                results.append(self._fallback_result(name, fallback, devices))
+        results += [self._recompile_result(name, hazard) for hazard in view.get("recompiles", [])]
         error = view.get("error")
         if error and not from_source:
             results.append(
@@ -114,6 +137,48 @@ class CompileTarget(Target):
                 )
             )
         return results
+
+    def _in_cuda_graphs(self, op: str) -> bool:
+        """Whether a CUDA run can dispatch this op (the CPU run met it): false only for an op
+        native_functions.yaml gives kernels of its own, none for CUDA nor composite."""
+        if self.native is None:
+            return True
+        namespace, _, rest = op.partition(".")
+        name, _, overload = rest.partition(".")
+        entry = self.native.get(f"{namespace}::{name}" + (f".{overload}" if overload not in ("", "default") else ""))
+        if entry is None or not entry.kernels or entry.delegate:
+            return True
+        return bool(entry.kernels & {"CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd"}) or any(
+            key.startswith("CompositeExplicit") for key in entry.kernels
+        )
+
+    @staticmethod
+    def _fallback_result(name: str, found: InductorFallback, devices: list[str]) -> ClassResult:
+        """An op Inductor leaves to its eager kernel: speed, never correctness, so information."""
+        op, called = found.get("op", ""), found.get("called", "")
+        why = found.get("why", "")
+        via = f" (`{called}` decomposes to it)" if called and called != op else ""
+        where = " and ".join(devices)
+        return ClassResult(
+            "information",
+            FALLBACK,
+            f"Inductor has no {where} lowering for `{op}`{via} in `{name}`: torch.compile runs its eager kernel "
+            f"there (a kernel boundary and a copy, no fused code); Inductor's tables: {why}",
+            site=found.get("site"),
+        )
+
+    @staticmethod
+    def _recompile_result(name: str, hazard: RecompileHazard) -> ClassResult:
+        """A Python number argument Dynamo guarded on by value: a note, it costs a compile."""
+        argument, value = hazard.get("name", ""), hazard.get("value", "")
+        return ClassResult(
+            "information",
+            RECOMPILE,
+            f"torch.compile specialises the graph of `{name}` on the Python number `{argument}` ({value} in this "
+            f"run): the first call with another value compiles again (Dynamo's guard: {hazard.get('guard', '')}); "
+            "a 0-d tensor argument is not specialised",
+            site=hazard.get("site"),
+        )
 
     @staticmethod
     def _at(site: Site | None, found: GraphBreak) -> bool:

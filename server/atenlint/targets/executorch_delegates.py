@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..worker.protocol import CallTree, ClassAnswer
+from ..worker.vocabulary import CAPTURE_SCRIPT, CAPTURE_STATIC, CAPTURE_TRACE, CAPTURES, STATUS_OK, STATUS_STATIC
 from .base import ClassResult, Problem, Support, Target, TargetStatus, Verdict, join_ops
 from .walk import eval_only
 
@@ -25,6 +26,7 @@ NO_KERNEL = "no-portable-kernel"
 DELEGATE_CODE = "ET010"
 NO_KERNEL_CODE = "ET002"
 UNAVAILABLE_CODE = "ET011"
+NOT_JUDGED_CODE = "ET012"
 
 LABELS = {"xnnpack": "XNNPACK", "coreml": "Core ML", "vulkan": "Vulkan"}
 
@@ -43,6 +45,15 @@ def no_kernel_message(ops: list[str], version: str | None, where: str = "") -> s
         f'assumed as the runtime\'s kernels): the program will not load there ("Missing operator"); link a kernel '
         f"library that has it (the optimized kernels, optimized_native_cpu_ops) or register a custom kernel"
     )
+
+
+def _capture_of(cls: ClassAnswer) -> str | None:
+    """How the worker analysed the class: its `capture`, or for a plain answer what its
+    status implies (a class built and scripted, or read from source)."""
+    capture = cls.get("capture")
+    if capture in CAPTURES:
+        return capture
+    return {STATUS_OK: CAPTURE_SCRIPT, STATUS_STATIC: CAPTURE_STATIC}.get(cls.get("status", ""))
 
 
 class DelegateTarget(Target):
@@ -120,10 +131,26 @@ class DelegateTarget(Target):
         return {"verdict": "unknown", "reason": f"{self.label} decides per node: run `atenlint check` with inputs"}
 
     def class_results(self, cls: ClassAnswer) -> list[ClassResult]:
-        if self.available:
-            return []
+        if not self.available:
+            return [ClassResult("information", UNAVAILABLE_CODE, f"{self.name} was not judged: {self.reason}")]
+        capture = _capture_of(cls)
+        if capture is None or self.tree_view in (cls.get("covered") or ()):
+            return []  # not analysed at all (its own finding says so), or the partitioner judged it
+        if cls.get("trace_error") or cls.get("graph_errors"):
+            return []  # its inputs or a front end failed: ATL011 / ATL020 say so, with what stood in
+        if capture == CAPTURE_TRACE:
+            why = "its trace gave no torch.export program for it"
+        else:
+            how = "read from its source" if capture == CAPTURE_STATIC else "scripted"
+            why = f"this class was {how} (no example inputs were given, and none were inferred for it)"
         return [
-            ClassResult("information", UNAVAILABLE_CODE, f"{self.name} was not judged: {self.reason}"),
+            ClassResult(
+                "information",
+                NOT_JUDGED_CODE,
+                f"`{cls['name']}` was not judged for {self.name}: {self.label}'s partitioner decides per node of the "
+                f"program torch.export makes from example inputs, and {why}. Its calls are judged where a traced "
+                f"class uses it; to judge it on its own, give it inputs (`# atenlint: inputs=...` on its class line)",
+            )
         ]
 
     def status(self) -> TargetStatus:

@@ -52,7 +52,8 @@ class MpsOptions:
 
 
 def forced_fallbacks(torch_version: str) -> tuple[frozenset[str], str, bool]:
-    """The forced ops for `torch_version`, the data version used, and whether it is exact."""
+    """The forced ops for `torch_version`, the data version used, and whether it is exact: the
+    entry for the installed minor release, else the newest older one (else the oldest)."""
     with open(_DATA, encoding="utf-8") as handle:
         data: dict[str, dict[str, list[str]]] = json.load(handle)["versions"]
     wanted = _major_minor(torch_version)
@@ -151,8 +152,16 @@ class MpsTarget(Target):
                 f"{consequence}" + _newer_release(by_kind[FALLBACK], version)
             )
         if by_kind[FORCED]:
+            # The forced list is read from one release's MPSFallback.mm: for another release the
+            # message names the release it was read from instead of claiming the installed one.
+            which = (
+                f"torch {version}"
+                if self.forced_data_exact
+                else f"torch {self.forced_data_version} (the nearest release whose MPSFallback.mm atenlint "
+                f"has read; you have {_short_version(version)})"
+            )
             parts.append(
-                f"reaches {join_ops(by_kind[FORCED])}, which torch {version} always runs on the CPU "
+                f"reaches {join_ops(by_kind[FORCED])}, which {which} always runs on the CPU "
                 f"on MPS (a UserWarning and a copy to and from the GPU)"
             )
         if by_kind[FLOAT64]:

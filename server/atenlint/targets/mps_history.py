@@ -54,12 +54,6 @@ def supported_from(op: str, installed: str, path: str = DATA) -> str | None:
     return None
 
 
-def first_release(op: str, path: str = DATA) -> str | None:
-    """The first release listed that has an MPS kernel for `op`, if it still has one."""
-    spans = load(path)["ops"].get(op, [])
-    return spans[-1][0] if spans and spans[-1][1] is None else None
-
-
 def newest(path: str = DATA) -> str:
     newest_release: str = max(load(path)["versions"], key=_key)
     return newest_release

@@ -13,6 +13,7 @@ from ..cache import cache_dir, read_json, write_json
 
 if TYPE_CHECKING:
     from ..worker.pool import WorkerPool
+    from ..worker.protocol import TargetDataParams
 
 _TIMEOUT = 300.0
 
@@ -60,7 +61,7 @@ def load(pool: WorkerPool, log: Callable[[str], None] = _no_log) -> dict[str, An
     return data
 
 
-def _ask(pool: WorkerPool, params: dict[str, Any], log: Callable[[str], None]) -> Any:
+def _ask(pool: WorkerPool, params: TargetDataParams, log: Callable[[str], None]) -> Any:
     from ..worker.pool import RequestError, WorkerFailure
 
     for attempt in range(_ATTEMPTS):

@@ -37,9 +37,12 @@ import struct
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import seatbelt
+
+if TYPE_CHECKING:
+    from .protocol import Containment
 
 # -- system call numbers -------------------------------------------------------------------
 
@@ -234,7 +237,7 @@ class Support:
         self.landlock_abi, self.seccomp, self.seatbelt = 0, False, False
         self.reasons.append(reason)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Containment:
         return {
             "platform": self.platform,
             "arch": self.arch,

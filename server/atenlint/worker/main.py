@@ -38,19 +38,23 @@ from .protocol import (
     PROTOCOL_VERSION,
     AnalyseParams,
     ClassRequest,
+    Containment,
     FileAnswer,
     FileParams,
     Hello,
     ProtocolError,
     Refusal,
+    WarmAnswer,
     check_analyse_params,
     check_request,
     check_static_params,
     check_target_data_params,
+    check_warm_params,
     error_reply,
     partial,
     reply,
 )
+from .vocabulary import FAST_VIEW
 
 PartialSink = Callable[[FileAnswer], None]
 
@@ -169,7 +173,42 @@ def _warm_for(views: Sequence[str]) -> None:
     missing = tuple(view for view in dict.fromkeys(views) if view not in _Options.warmed)
     if missing:
         _Options.warmed.update(missing)
+        _Options.pending_warm[:] = [view for view in _Options.pending_warm if view not in missing]
         _warm_analysis(missing)
+
+
+def _warm(params: dict[str, object]) -> WarmAnswer:
+    """`warm`: note the views the session's targets will ask for, answered at once. They are
+    warmed one at a time while no request is waiting (`_warm_next`), in the order asked (the
+    dispatcher view first), so the first file's child inherits them and a request that comes
+    meanwhile waits for at most the view being warmed. Without fork there is no child to
+    inherit them: nothing is noted."""
+    if _Options.fork:
+        for view in check_warm_params(params)["views"]:
+            if view not in _Options.warmed and view not in _Options.pending_warm:
+                _Options.pending_warm.append(view)
+    return {"warmed": sorted(_Options.warmed), "pending": list(_Options.pending_warm)}
+
+
+def _warm_next() -> None:
+    """Warm the next view a `warm` request asked for."""
+    _warm_for(_Options.pending_warm[:1])
+
+
+def _views_before_fork(params: object) -> list[str]:
+    """The views to warm before forking a file's child. A request that wants the dispatcher
+    view's answer first (`partial`: the editor) waits only for that view; its other views are
+    analysed cold in its child and warmed here after it, while no request waits. Any other
+    (the CLI's) warms all of them first: every later file's child inherits them."""
+    if not isinstance(params, dict):
+        return []
+    views = [v for v in params.get("views") or () if isinstance(v, str)]
+    if not params.get("partial") or FAST_VIEW not in views:
+        return views
+    for view in views:
+        if view != FAST_VIEW and view not in _Options.warmed and view not in _Options.pending_warm:
+            _Options.pending_warm.append(view)
+    return [FAST_VIEW]
 
 
 def _warm_analysis(views: tuple[str, ...]) -> None:
@@ -231,9 +270,10 @@ class _Options:
     support: Any = None  # confine.Support: the kernel layers every child applies
     parent_pid = 0
     warmed: ClassVar[set[str]] = set()  # the views this zygote has analysed its own sample model for
+    pending_warm: ClassVar[list[str]] = []  # the views to warm while no request waits, in order
 
 
-def _containment() -> dict[str, Any]:
+def _containment() -> Containment:
     """What contains the analysed code, found once: the kernel layers this system offers,
     proven by a child that applies them all (so every later child can), and whether each
     file gets a fresh process. Said in the hello answer, for the parent to show."""
@@ -250,7 +290,7 @@ def _containment() -> dict[str, Any]:
         if failure:
             support.withdraw(f"a confined process could not be made: {failure}")
     _Options.fork, _Options.support = forking, support
-    return dict(support.as_json(), fork=forking)
+    return {**support.as_json(), "fork": forking}
 
 
 def _fork() -> int:
@@ -483,6 +523,7 @@ def _target_data(params: dict[str, object]) -> Any:
 Handler = Callable[[dict[str, object], PartialSink | None], Any]
 _METHODS: dict[str, Handler] = {
     "hello": lambda params, _: _hello(),
+    "warm": lambda params, _: _warm(params),
     "analyse": _analyse,
     "static": _static,
     "loaded_packages": lambda params, _: _loaded_packages(params),
@@ -517,6 +558,13 @@ class _Lines:
             return False
         self._buffer += chunk
         return True
+
+    def waiting(self) -> bool:
+        """Whether a request has arrived (whole or in part) that nobody has read yet."""
+        if self._buffer or self.closed:
+            return True
+        ready, _, _ = select.select([self.fd], [], [], 0)
+        return bool(ready)
 
     def next_line(self) -> str | None:
         while b"\n" not in self._buffer:
@@ -661,8 +709,7 @@ def _answer(line: str, out: Any, lines: _Lines | None = None) -> bool:
         return False
     if _Options.fork and lines is not None and request["method"] in _PER_FILE:
         if request["method"] == "analyse":
-            views = (request.get("params") or {}).get("views")
-            _warm_for([v for v in views if isinstance(v, str)] if isinstance(views, list) else ())
+            _warm_for(_views_before_fork(request.get("params")))
         return _forked(request_id, request, out, lines)
     _write(out, _reply(request_id, request, out))
     return True
@@ -687,7 +734,13 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     lines = _Lines(protocol_in)
     try:
-        while (line := lines.next_line()) is not None:
+        while True:
+            if _Options.pending_warm and not lines.waiting():
+                _warm_next()  # the views a `warm` asked for, while nobody waits
+                continue
+            line = lines.next_line()
+            if line is None:
+                break
             if line.strip() and not _answer(line, protocol_out, lines):
                 break
         if not lines.closed:  # else the parent is gone: nobody reads what is left

@@ -7,6 +7,7 @@ Nothing here imports torch or user code.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import os
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -69,6 +70,38 @@ class WorkerFailure(Exception):
         self.kind = kind  # "timeout" | "crash" | "memory" | "start"
         self.message = message
         self.stderr_tail = stderr_tail
+
+
+class Cancelled(BaseException):
+    """The caller no longer wants the answer (the editor closed the document, or a newer
+    version of it superseded this check): the request was stopped, or never sent. A
+    BaseException, like asyncio's CancelledError, so the pipeline's handlers of its own
+    failures (`except Exception`: a diagnostic, go on) never turn it into a finding (an
+    ATL005/ATL006 of a check nobody asked for): it reaches the code that asked."""
+
+
+# The event that stops the requests the current thread sends (`cancelled_by`): per thread,
+# so the pipeline between the session and the pool needs no parameter for it.
+_cancellation = threading.local()
+
+
+@contextlib.contextmanager
+def cancelled_by(event: threading.Event | None) -> Iterator[None]:
+    """Within the block, a request this thread sends stops as soon as `event` is set: one
+    not yet sent (or waiting for a free worker) is never sent; a file's analysis in flight
+    is ended by killing its forked child only (the warm worker answers the next request at
+    once). `Cancelled` is raised in both cases."""
+    previous = getattr(_cancellation, "event", None)
+    _cancellation.event = event
+    try:
+        yield
+    finally:
+        _cancellation.event = previous
+
+
+def _cancel_event() -> threading.Event | None:
+    event = getattr(_cancellation, "event", None)
+    return event if isinstance(event, threading.Event) else None
 
 
 class RequestError(Exception):
@@ -123,6 +156,8 @@ MAX_MESSAGE_BYTES = 64 << 20
 MAX_STDERR_LINE_BYTES = 4096
 _CHUNK = 1 << 16
 _OVERSIZED = "\x00oversized"  # a message over MAX_MESSAGE_BYTES was skipped
+# The requests that analyse a user's file, each in a child the warm worker forks (Linux, macOS).
+_PER_FILE = frozenset({"analyse", "static"})
 
 
 def _frames(stream: Any, limit: int, keep_head: bool = False) -> Any:
@@ -241,7 +276,7 @@ class Worker:
         self.log = log
         self.memory_limit_mb = memory_limit_mb
         self.process: subprocess.Popen[bytes] | None = None
-        self.hello: dict[str, Any] = {}
+        self.hello = cast(protocol.Hello, {})  # empty until the worker has said hello
         self.peak_rss_mb = 0.0
         self._replies: queue.Queue[str | None] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
@@ -265,7 +300,7 @@ class Worker:
             str(self.memory_limit_mb),
         ]
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> protocol.Hello:
         self._remove_run_dir()
         self.run_dir = os.path.realpath(tempfile.mkdtemp(prefix="atenlint-worker-"))
         env = dict(os.environ)
@@ -297,7 +332,7 @@ class Worker:
         threading.Thread(target=self._read_stdout, args=(self.process, self._replies), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self.process, self._stderr), daemon=True).start()
         try:
-            self.hello = dict(protocol.check_hello(self.request("hello", {}, _HELLO_TIMEOUT)))
+            self.hello = protocol.check_hello(self.request("hello", protocol.NoParams(), _HELLO_TIMEOUT))
         except WorkerFailure as failure:
             raise WorkerFailure("start", f"the worker did not start: {failure.message}", failure.stderr_tail) from None
         except (protocol.ProtocolError, RequestError) as error:
@@ -344,6 +379,22 @@ class Worker:
             except OSError:
                 pass
 
+    def _end_cancelled(self, clock: _AnalysisClock) -> bool:
+        """Kill the analysis child of a cancelled request; False while it has none yet (the
+        warm worker may still be warming a view before it forks: its answer, or the child,
+        comes next) or where children cannot be listed (no /proc): the request then runs
+        to its answer, which is discarded. The warm worker is never killed for a cancel:
+        starting another costs more than any check."""
+        if self.process is None or not self.alive:
+            return True
+        children = [child for child in _children(self.process.pid) if child not in clock.earlier]
+        for child in children:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        return bool(children)
+
     def _remove_run_dir(self) -> None:
         if self.run_dir and os.path.isdir(self.run_dir):
             shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -361,26 +412,34 @@ class Worker:
 
     # -- requests --------------------------------------------------------
     def request(
-        self, method: str, params: dict[str, Any], timeout: float, on_partial: PartialHandler | None = None
+        self, method: str, params: protocol.RequestParams, timeout: float, on_partial: PartialHandler | None = None
     ) -> Any:
         """Send one request and wait for its reply. `on_partial` is called (on this thread)
         with each partial answer of the same request before the reply; the time and memory
         limits hold throughout, and a worker that dies after a partial is still a crash."""
+        cancel = _cancel_event()
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(method)
         if not self.alive or self.process is None or self.process.stdin is None:
             raise WorkerFailure("crash", "the worker is not running", self.stderr_tail())
         request_id = next(self._ids)
-        if on_partial is not None:
-            params = dict(params, partial=True)
+        sent: Mapping[str, object] = dict(params, partial=True) if on_partial is not None else params
         # A file's analysis is limited in processor time (load cannot change its result);
         # the worker's other requests (registry reads, warm-up) in wall-clock time. Started
         # before the request is sent: the child it forks must not be taken for an earlier one.
-        clock = _AnalysisClock(self.process.pid, timeout, by_cpu=method in ("analyse", "static"))
+        clock = _AnalysisClock(self.process.pid, timeout, by_cpu=method in _PER_FILE)
         try:
-            self.process.stdin.write(json.dumps(protocol.request(request_id, method, params)).encode("utf-8") + b"\n")
+            self.process.stdin.write(json.dumps(protocol.request(request_id, method, sent)).encode("utf-8") + b"\n")
             self.process.stdin.flush()
         except (OSError, ValueError):
             raise self._death() from None
+        # Only a file's analysis is stopped when no longer wanted: it runs in a child that
+        # can be killed alone. The worker's own requests (a registry read, a warm-up) are
+        # short, and what they build serves the next check.
+        stoppable = cancel if method in _PER_FILE else None
         while True:
+            if stoppable is not None and stoppable.is_set() and self._end_cancelled(clock):
+                raise Cancelled(method)
             exceeded = clock.exceeded()
             if exceeded:
                 self._end_analysis()
@@ -401,7 +460,7 @@ class Worker:
                 )
             try:
                 raw = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
                 continue  # not ours: the protocol channel carries only JSON lines
             if not isinstance(raw, dict) or raw.get("id") != request_id:
                 continue
@@ -424,7 +483,7 @@ class Worker:
                 raise RequestError(dict(reply["error"]))
             if reply.get("recycle"):
                 self.recycle_reason = str(reply["recycle"])
-            elif method in ("analyse", "static"):
+            elif method in _PER_FILE:
                 self._check_growth()
             return reply.get("result")
 
@@ -503,13 +562,13 @@ class WorkerPool:
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._all: list[Worker] = []
         self._lock = threading.Lock()
-        self.hello: dict[str, Any] = {}
+        self.hello = cast(protocol.Hello, {})  # empty until a worker has said hello
         self.restarts = 0
         self.recycled = 0
         for _ in range(self.size):
             self._idle.put(Worker(self.settings, log, limit))
 
-    def warm(self, wait_for_all: bool = False) -> dict[str, Any]:
+    def warm(self, wait_for_all: bool = False) -> protocol.Hello:
         """Start every worker now, in parallel, and return the first hello as soon as one
         worker is up: each joins the pool when ready, so the first file does not wait for
         the last worker's torch import (`wait_for_all`: return when every one is up).
@@ -561,9 +620,9 @@ class WorkerPool:
                 self.hello = hello
 
     def request(
-        self, method: str, params: dict[str, Any], timeout: float, on_partial: PartialHandler | None = None
+        self, method: str, params: protocol.RequestParams, timeout: float, on_partial: PartialHandler | None = None
     ) -> Any:
-        worker = self._idle.get()
+        worker = self._take()
         try:
             self._ensure_started(worker)
             return worker.request(method, params, timeout, on_partial)
@@ -577,6 +636,18 @@ class WorkerPool:
                 worker.kill()
                 worker.process = None
             self._idle.put(worker)
+
+    def _take(self) -> Worker:
+        """A free worker; `Cancelled` when the thread's check is cancelled while it waits
+        (a closed document's check never queues for a worker)."""
+        cancel = _cancel_event()
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("waiting for a worker")
+            try:
+                return self._idle.get(timeout=None if cancel is None else 0.25)
+            except queue.Empty:
+                continue
 
     @property
     def peak_rss_mb(self) -> float:

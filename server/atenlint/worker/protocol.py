@@ -30,10 +30,10 @@ from .vocabulary import Capture, Status
 
 # Bump on any change a reader of the other side would misread (a renamed or retyped field,
 # a new message kind); adding an optional field a reader ignores needs no bump.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3  # 3: the `warm` request
 
-METHODS = ("hello", "analyse", "static", "loaded_packages", "target_data", "shutdown")
-Method = Literal["hello", "analyse", "static", "loaded_packages", "target_data", "shutdown"]
+METHODS = ("hello", "warm", "analyse", "static", "loaded_packages", "target_data", "shutdown")
+Method = Literal["hello", "warm", "analyse", "static", "loaded_packages", "target_data", "shutdown"]
 
 
 # A value that survives JSON (the user's factory options).
@@ -209,6 +209,26 @@ class GraphBreak(TypedDict, total=False):
     stack: list[Site]  # the user's frames, outermost first
 
 
+class InductorFallback(TypedDict, total=False):
+    """An aten op Inductor runs as its eager kernel rather than generated code (the compile target)."""
+
+    op: str  # the op Inductor lowers (after its decompositions): "aten._adaptive_avg_pool3d.default"
+    called: str  # the op the graph dispatched, which decomposed to it (the same when none)
+    devices: list[str]  # the devices whose Inductor backend has no lowering for it ("cpu", "cuda")
+    why: str  # "no lowering", "registered fallback", or the code generator feature it lacks
+    site: Site | None  # the user's line of the graph node
+
+
+class RecompileHazard(TypedDict, total=False):
+    """A guard Dynamo installed on a value that, when it changes, makes torch.compile recompile."""
+
+    kind: str  # "scalar": a Python number argument Dynamo specialised the graph on
+    name: str  # the argument of forward
+    value: str  # its value in this run (repr)
+    guard: str  # Dynamo's own guard: "L['scale'] CONSTANT_MATCH"
+    site: Site | None  # the user's line
+
+
 class CompileAnswer(TypedDict, total=False):
     """The compile view of one class: torch._dynamo on real CPU tensors, eager backend."""
 
@@ -218,6 +238,8 @@ class CompileAnswer(TypedDict, total=False):
     fullgraph: bool  # torch.compile(fullgraph=True) captures it (only run when there are breaks)
     fullgraph_error: ErrorInfo  # where and why fullgraph=True raises
     source: bool  # read from the source (no inputs): only what is certain
+    fallbacks: list[InductorFallback]  # the ops Inductor would run eagerly (capture/inductor_fallbacks.py)
+    recompiles: list[RecompileHazard]  # guards Dynamo installed that recompile on other values
 
 
 class ClassAnswer(_ClassAnswerRequired, total=False):
@@ -292,6 +314,19 @@ class FileAnswer(_FileAnswerRequired, total=False):
 # -- hello -----------------------------------------------------------------------------------
 
 
+class Containment(TypedDict, total=False):
+    """What contains the analysed code: `confine.Support.as_json()` and `fork`."""
+
+    platform: str
+    arch: str
+    landlock_abi: int  # 0: no Landlock
+    seccomp: bool
+    seatbelt: bool  # macOS
+    kernel: bool  # the kernel confines it (Landlock and seccomp, or Seatbelt)
+    fork: bool  # a fresh process per file
+    missing: list[str]  # why a layer is absent, in words
+
+
 class _HelloRequired(TypedDict):
     protocol: int
     torch: str
@@ -310,10 +345,7 @@ class Hello(_HelloRequired, total=False):
     run_dir: str
     isolated: bool
     torch_degraded: list[dict[str, str]]  # torchcompat.degradations(): capabilities this torch lacks
-    # What contains the analysed code (confine.Support.as_json() and "fork": a fresh
-    # process per file): {"platform", "arch", "landlock_abi", "seccomp", "kernel", "fork",
-    # "missing": [why a layer is absent, in words]}. Absent from an older worker.
-    containment: dict[str, Any]
+    containment: Containment  # absent from an older worker
 
 
 # -- requests --------------------------------------------------------------------------------
@@ -377,6 +409,34 @@ class StaticParams(FileParams, total=False):
 
 class TargetDataParams(TypedDict, total=False):
     versions_only: bool  # just the exporters' versions (the cache key), not their tables
+
+
+class NoParams(TypedDict):
+    """`hello`, `loaded_packages`: the method takes no parameters."""
+
+
+class WarmParams(TypedDict):
+    """`warm`: the views the configured targets judge, in the order to warm them (the
+    dispatcher view first: the fast targets' squiggles need only it). Sent once the worker
+    is up; answered at once, the views are warmed while no request waits."""
+
+    views: list[str]
+
+
+class WarmAnswer(TypedDict):
+    """The worker's views: warmed (inherited by every analysis it forks from now on), and
+    asked for but not yet warmed, in the order they will be."""
+
+    warmed: list[str]
+    pending: list[str]
+
+
+# What the parent sends as a request's `params`: one record per method.
+RequestParams = AnalyseParams | StaticParams | WarmParams | TargetDataParams | NoParams
+
+
+def warm_params(views: list[str]) -> WarmParams:
+    return {"views": list(dict.fromkeys(views))}
 
 
 def analyse_params(
@@ -561,6 +621,25 @@ def check_target_data_params(params: object) -> TargetDataParams:
     return params  # type: ignore[return-value]  # checked above, field by field
 
 
+def check_warm_params(params: object) -> WarmParams:
+    """The worker's side of `warm`."""
+    _expect(params, dict, "warm")
+    assert isinstance(params, dict)
+    _expect(params.get("views"), list, "warm.views")
+    for view in params["views"]:
+        _expect(view, str, "warm.views[]")
+    return {"views": list(params["views"])}
+
+
+def check_warm_answer(answer: object) -> WarmAnswer:
+    """The parent's side of `warm`."""
+    _expect(answer, dict, "warm answer")
+    assert isinstance(answer, dict)
+    for name in ("warmed", "pending"):
+        _expect(answer.get(name), list, f"warm answer.{name}")
+    return {"warmed": [str(v) for v in answer["warmed"]], "pending": [str(v) for v in answer["pending"]]}
+
+
 def check_message(message: object) -> Message:
     """The parent's side: a reply, an error reply or a partial (their payloads are checked
     by `check_hello` / `check_file_answer` where their method is known)."""
@@ -702,6 +781,8 @@ __all__ = [
     "Site",
     "StaticParams",
     "TargetDataParams",
+    "WarmAnswer",
+    "WarmParams",
     "WorkerError",
     "analyse_params",
     "captured_op",
@@ -714,10 +795,13 @@ __all__ = [
     "check_request",
     "check_static_params",
     "check_target_data_params",
+    "check_warm_answer",
+    "check_warm_params",
     "error_reply",
     "partial",
     "reply",
     "request",
     "seen_in",
     "static_params",
+    "warm_params",
 ]

@@ -465,12 +465,255 @@ async function noTorch(checks, s) {
     });
 }
 
+// --- cross-file: the held-out editor scenarios of issue 19 -----------------------------------------
+
+/** Where the atenlint extension's log channel (its messages, the server's and the LSP trace) is written. */
+let atenlintLogFile;
+
+function atenlintLog() {
+    try {
+        return fs.readFileSync(atenlintLogFile, 'utf8');
+    } catch {
+        return '';
+    }
+}
+
+/**
+ * How many checks of `file` imported it, from the server's `window/logMessage` lines in the log:
+ * one "analysed a.py in N ms" per check that ran (a static pass adds "(static: ...)", an answer
+ * from the result cache logs nothing). It counts with the worker's sandbox on, unlike a file
+ * written by the module.
+ */
+function checksOf(file) {
+    return checksLogged().filter((m) => m[1] === file && !m[2].includes('static')).length;
+}
+
+function checksLogged() {
+    const line = /\[Info\s+-[^\]]*\] analysed (\S+) in \d+ ms(.*)$/;
+    return atenlintLog()
+        .split('\n')
+        .map((l) => line.exec(l))
+        .filter(Boolean);
+}
+
+/** The `workspace/didChangeWatchedFiles` notifications VS Code's file watcher sent about `uri` (LSP trace). */
+function watcherEventsFor(uri) {
+    const lines = atenlintLog().split('\n');
+    let count = 0;
+    for (let i = 0; i < lines.length; i++) {
+        if (!lines[i].includes("Sending notification 'workspace/didChangeWatchedFiles'")) continue;
+        let params = '';
+        for (let j = i + 1; j < lines.length && lines[j].trim() !== ''; j++) params += lines[j];
+        count += params.includes(JSON.stringify(uri.toString())) ? 1 : 0;
+    }
+    return count;
+}
+
+function countedImports(counter) {
+    return fs.existsSync(counter) ? fs.readFileSync(counter, 'utf8').split('\n').filter(Boolean).length : 0;
+}
+
+/**
+ * What atenlint must show on `text` (a.py's): one finding on the op's call when the text calls it,
+ * none otherwise; and each of `notes` (findings that no edit here touches, such as ATL003 on the
+ * class whose constructor needs an argument) on the line with the same text as where it was first.
+ */
+function expectedOn(text, x, notes = []) {
+    const lines = text.split('\n');
+    const expected = [];
+    const line = lines.findIndex((l) => l.includes(x.call));
+    if (line >= 0) {
+        const column = lines[line].indexOf(x.call);
+        expected.push({ code: x.code, range: new vscode.Range(line, column, line, column + x.call.length) });
+    }
+    for (const note of notes) {
+        const at = lines.indexOf(note.lineText);
+        if (at >= 0) expected.push({ code: note.code, range: new vscode.Range(at, note.start, at, note.end) });
+    }
+    return expected;
+}
+
+/** `uri`'s findings other than the op's, anchored to the text of their line (see expectedOn). */
+function notesOn(document, x) {
+    return atenlintDiagnostics(document.uri)
+        .filter((d) => codeOf(d) !== x.code && d.range.isSingleLine)
+        .map((d) => ({ code: codeOf(d), lineText: document.lineAt(d.range.start.line).text, start: d.range.start.character, end: d.range.end.character }));
+}
+
+/** '' when `uri`'s atenlint diagnostics are exactly `expected` (codes and ranges), else what differs. */
+function mismatch(uri, expected) {
+    const shown = atenlintDiagnostics(uri);
+    const same = shown.length === expected.length &&
+        expected.every((want) => shown.some((d) => codeOf(d) === want.code && sameRange(d.range, want.range)));
+    return same ? '' : `shows ${describe(shown)}, the text calls for ${describe(expected)}`;
+}
+
+/**
+ * Resolves once `uri`'s diagnostics are exactly `expected`, on VS Code's own diagnostics-changed
+ * events; the timeout only turns a squiggle that never updates into a failure.
+ */
+function diagnosticsBecome(uri, expected, timeoutMs) {
+    return new Promise((resolve, reject) => {
+        const started = Date.now();
+        let listener;
+        const finish = (error) => {
+            clearTimeout(timer);
+            listener.dispose();
+            if (error) reject(error);
+            else resolve(Date.now() - started);
+        };
+        const timer = setTimeout(() => finish(new Error(`after ${timeoutMs / 1000}s ${path.basename(uri.fsPath)} ${mismatch(uri, expected)}`)), timeoutMs);
+        listener = vscode.languages.onDidChangeDiagnostics((event) => {
+            if (event.uris.some((u) => u.toString() === uri.toString()) && !mismatch(uri, expected)) finish();
+        });
+        if (!mismatch(uri, expected)) finish();
+    });
+}
+
+/** Replaces the whole text of an open document and saves it, as a user's edit and Ctrl+S would. */
+async function replaceAndSave(document, text) {
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(document.uri, new vscode.Range(0, 0, document.lineCount, 0), text);
+    if (!(await vscode.workspace.applyEdit(edit))) throw new Error(`the edit of ${document.fileName} was not applied`);
+    if (document.getText() !== text) throw new Error(`${document.fileName} does not hold the new text after the edit`);
+    if (!(await document.save())) throw new Error(`${document.fileName} could not be saved`);
+}
+
+/**
+ * Resolves when the server has been idle, finishing no check, for `quietMs`. (The log itself never
+ * rests: VS Code re-pulls the workspace's diagnostics every 2 s.)
+ */
+async function quiet(api, quietMs, timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    let last = checksLogged().length;
+    let since = Date.now();
+    for (;;) {
+        await sleep(200);
+        const now = checksLogged().length;
+        const status = api.status;
+        const idle = status.phase === 'running' && status.server && status.server.state === 'idle';
+        if (now !== last || !idle) {
+            last = now;
+            since = Date.now();
+        } else if (Date.now() - since >= quietMs) {
+            return;
+        }
+        if (Date.now() > deadline) throw new Error(`the server was still checking files after ${timeoutMs / 1000}s`);
+    }
+}
+
+async function crossFile(checks, s) {
+    const x = s.crossFile;
+    const aUri = vscode.Uri.file(path.join(s.workspace, x.a));
+    let api;
+    let b;
+
+    await checks.run('opening b.py (alone) starts the server; its log is readable', async () => {
+        const extension = vscode.extensions.getExtension(ATENLINT);
+        if (!extension) throw new Error(`${ATENLINT} is not installed`);
+        b = await openFile(x.b);
+        await waitFor('the atenlint extension to activate', () => extension.isActive, 30_000);
+        api = extension.exports;
+        await serverIdle(api, 120_000);
+        await waitFor(`the atenlint log at ${atenlintLogFile}`, () => fs.existsSync(atenlintLogFile), 30_000);
+    });
+
+    // The three checks below are not essential: each one's failure is its own bug, and the next
+    // still tells whether it has the other.
+    await checks.run('with only b.py open, the finding its model reaches in a.py is shown on a.py', { essential: false }, async () => {
+        const expected = expectedOn(fs.readFileSync(aUri.fsPath, 'utf8'), x);
+        const ms = await diagnosticsBecome(aUri, expected, 120_000).catch((error) => {
+            throw new Error(`${error.message}: b.py's check places nothing in a.py that VS Code shows (or torch ${s.torch} has an MPS kernel for ${x.call} now)`);
+        });
+        const open = vscode.workspace.textDocuments.filter((d) => d.uri.scheme === 'file' && d.languageId === 'python').map((d) => path.basename(d.fileName));
+        if (open.join() !== x.b) throw new Error(`open Python documents: ${open.join(', ')}; the check needs b.py alone`);
+        if (atenlintDiagnostics(b.uri).length) throw new Error(`b.py shows ${describe(atenlintDiagnostics(b.uri))}: the finding belongs on a.py`);
+        const message = atenlintDiagnostics(aUri)[0].message;
+        if (!message.includes('ndtri')) throw new Error(`the finding on a.py does not name the op: ${message}`);
+        return `a.py: ${describe(atenlintDiagnostics(aUri))} (${ms} ms after the server's first idle status): ${message.slice(0, 120)}`;
+    });
+
+    await checks.run('the Problems view lists the finding on a.py, which is not open', { essential: false }, async () => {
+        await vscode.commands.executeCommand('workbench.actions.view.problems');
+        await askHarness(s, 'cross-file-problems', { action: 'problems', contains: [x.a, 'ndtri', x.code] });
+    });
+
+    let a;
+    let notes = [];
+    const steps = [];
+    await checks.run('both open: 6 alternating removals and put-backs of the op in a.py leave 0 stale squiggles', { essential: false }, async () => {
+        a = await openFile(x.a);
+        // a.py's own check adds what it finds on its own (the CLI reports the same for `atenlint check
+        // a.py`); once it has, those findings are part of what every step must show.
+        await waitFor('the check of a.py', () => checksOf(x.a) > 0, 90_000);
+        await quiet(api, 1500, 60_000);
+        notes = notesOn(a.document, x);
+        const opened = mismatch(a.uri, expectedOn(a.document.getText(), x, notes));
+        if (opened) throw new Error(`a.py, opened: ${opened}`);
+        const before = checksOf(x.a);
+        let stale = 0;
+        for (let step = 1; step <= 6; step++) {
+            const removal = step % 2 === 1;
+            const text = removal ? x.texts.fixed : x.texts.encoder;
+            const expected = expectedOn(text, x, notes);
+            await replaceAndSave(a.document, text);
+            let detail;
+            try {
+                const ms = await diagnosticsBecome(a.uri, expected, 30_000);
+                // Answered: the check ran (or the cache answered) and the pulls came back. A late,
+                // stale report would arrive before the server reports itself idle again.
+                await serverIdle(api, 60_000);
+                const late = mismatch(a.uri, expected);
+                if (late) {
+                    stale++;
+                    detail = `stale after the server went idle: ${late}`;
+                } else {
+                    detail = `${describe(atenlintDiagnostics(a.uri))} in ${ms} ms`;
+                }
+            } catch (error) {
+                stale++;
+                detail = `STALE: ${error.message}`;
+            }
+            steps.push(`${step} ${removal ? 'erfinv' : 'ndtri'}: ${detail}`);
+        }
+        const detail = `${stale} stale of 6 (a.py's other findings: ${notes.map((n) => n.code).join(', ') || 'none'}); ` +
+            `checks of a.py run: ${checksOf(x.a) - before} (a put-back is answered from the cache); ${steps.join('; ')}`;
+        if (stale) throw new Error(detail);
+        return detail;
+    });
+
+    await checks.run('one save and the file watcher\'s event for the same content import a.py once per check', async () => {
+        a = a || (await openFile(x.a));
+        await quiet(api, 1500, 60_000);
+        const checksA = checksOf(x.a);
+        const checksB = checksOf(x.b);
+        const watched = watcherEventsFor(a.uri);
+        const imported = countedImports(x.counter);
+        // New content (never checked, so the cache cannot answer), with a line that counts imports.
+        await replaceAndSave(a.document, x.texts.counted);
+        await waitFor('the file watcher\'s event for the saved a.py (workspace/didChangeWatchedFiles)', () => watcherEventsFor(a.uri) > watched, 30_000);
+        await waitFor('the checks of a.py and b.py', () => checksOf(x.a) > checksA && checksOf(x.b) > checksB, 90_000);
+        const shown = await diagnosticsBecome(a.uri, expectedOn(x.texts.counted, x, notes), 30_000).then(() => '', (error) => error.message);
+        // A second run would start when the watcher's event is handled, ~0.4 s after the save, and
+        // be logged when it ends: wait until the server has been idle, logging nothing, for longer
+        // than a check of these files takes.
+        await quiet(api, 3000, 90_000);
+        const runs = { a: checksOf(x.a) - checksA, b: checksOf(x.b) - checksB };
+        const imports = countedImports(x.counter) - imported;
+        const detail = `watcher events for a.py: ${watcherEventsFor(a.uri) - watched}; checks run: a.py ${runs.a}, b.py ${runs.b}; ` +
+            `a.py imported ${imports} times (its own check and b.py's, which imports it)`;
+        if (runs.a !== 1 || runs.b !== 1 || imports !== runs.a + runs.b) throw new Error(detail);
+        if (shown) throw new Error(`${detail}; but ${shown}`);
+        return detail;
+    });
+}
+
 async function main(specPath) {
     currentSpec = JSON.parse(fs.readFileSync(specPath, 'utf8'));
     const s = currentSpec;
     const checks = new Checks(s);
     try {
-        await ({ trusted, restricted, 'no-torch': noTorch })[s.scenario](checks, s);
+        await ({ trusted, restricted, 'no-torch': noTorch, 'cross-file': crossFile })[s.scenario](checks, s);
     } catch (error) {
         if (!(error instanceof Abort)) {
             checks.results.push({ name: 'scenario', ok: false, detail: error && error.stack ? error.stack : String(error) });
@@ -485,11 +728,13 @@ async function main(specPath) {
     checks.write({ finalStatus: api });
 }
 
-function activate() {
+function activate(context) {
     const specPath = process.env.ATENLINT_E2E_SPEC;
     if (!specPath) {
         return;
     }
+    // Each extension's log folder is a sibling of this one's (…/exthost1/<extension id>/).
+    atenlintLogFile = path.join(path.dirname(context.logUri.fsPath), ATENLINT, 'atenlint.log');
     main(specPath).catch((error) => {
         fs.writeFileSync(path.join(path.dirname(specPath), 'companion-crash.txt'), String(error && error.stack ? error.stack : error));
     });

@@ -1,0 +1,132 @@
+"""What ExecuTorch's real delegate lowering does with one real-model file.
+
+    python tests/real_models/delegate_truth.py OUT.json MODEL.py [DELEGATE ...]
+
+For each delegate (default: xnnpack), on real CPU tensors in eval mode under `no_grad`:
+`torch.export.export`, then `to_edge_transform_and_lower` with the delegate's partitioner
+(its defaults), then:
+
+- `left`: every op node the lowered program keeps outside its delegate calls (what runs on
+  the portable CPU kernels), counted per overload, with the user frames of each node's
+  recorded stack;
+- the load verdict: `to_executorch()`, then the program's `forward` in the wheel's own
+  portable runtime (its pybindings), as the corpus ground truth does it
+  (`tests/corpus/ground_truth.py`): `loads`, and `missing_kernels`, the program's operators
+  that runtime has no kernel for.
+
+A failure at any step is recorded with its message; the runner never judges an op itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import os
+import sys
+import traceback
+import warnings
+from collections import Counter
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, REPO)
+
+from tests.corpus.ground_truth import _loads_in_portable_runtime, _short, load
+
+# The partitioner each delegate target runs, as executorch documents them.
+PARTITIONERS = {
+    "xnnpack": ("executorch.backends.xnnpack.partition.xnnpack_partitioner", "XnnpackPartitioner"),
+    "vulkan": ("executorch.backends.vulkan.partitioner.vulkan_partitioner", "VulkanPartitioner"),
+}
+
+
+def _name(op: torch._ops.OpOverload) -> str:
+    schema = op._schema
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+
+
+def _user_frames(node: torch.fx.Node, model_path: str) -> list[str]:
+    """`path:line` of the frames of the node's stack in the model file."""
+    out = []
+    for line in (node.meta.get("stack_trace") or "").splitlines():
+        line = line.strip()
+        if line.startswith("File ") and os.path.abspath(model_path) in line:
+            path = line.split('"')[1]
+            number = line.split(", line ")[1].split(",")[0]
+            out.append(f"{os.path.abspath(path)}:{number}")
+    return out
+
+
+def lower(exported, args, delegate: str, model_path: str) -> dict:
+    exir = importlib.import_module("executorch.exir")
+    module_name, class_name = PARTITIONERS[delegate]
+    chosen = getattr(importlib.import_module(module_name), class_name)()
+    try:
+        lowered = exir.to_edge_transform_and_lower(exported, partitioner=[chosen])
+    except Exception as error:  # noqa: BLE001 - the lowering itself fails
+        return {"lowered": False, "error": _short(error)}
+    left: Counter[str] = Counter()
+    frames: dict[str, set[str]] = {}
+    delegated = 0
+    for node in lowered.exported_program().graph.nodes:
+        if node.op != "call_function":
+            continue
+        if "executorch_call_delegate" in str(node.target):
+            delegated += 1
+            continue
+        # An edge op keeps its aten overload as `_op`; passes also leave plain aten ops
+        # (`scalar_tensor` from ScalarToTensorPass), whose own `_op` is a C++ builtin.
+        target = node.target if isinstance(node.target, torch._ops.OpOverload) else getattr(node.target, "_op", None)
+        if isinstance(target, torch._ops.OpOverload):
+            name = _name(target)
+            left[name] += 1
+            frames.setdefault(name, set()).update(_user_frames(node, model_path))
+    out: dict = {
+        "lowered": True,
+        "delegate_calls": delegated,
+        "left": dict(sorted(left.items())),
+        "frames": {op: sorted(lines) for op, lines in sorted(frames.items())},
+    }
+    out.update(_loads_in_portable_runtime(lowered, args))
+    return out
+
+
+def run(path: str, delegates: list[str]) -> dict:
+    module = load(path)
+    model = module.Model().eval()
+    args = tuple(module.example_inputs())
+    with torch.no_grad():
+        try:
+            exported = torch.export.export(model, args)
+        except Exception as error:  # noqa: BLE001 - no program to lower
+            return {"export_error": _short(error), "complete": True}
+        result: dict = {"delegates": {}}
+        for delegate in delegates:
+            try:
+                result["delegates"][delegate] = lower(exported, args, delegate, path)
+            except Exception:  # noqa: BLE001 - recorded, the test reports it
+                result["delegates"][delegate] = {"crashed": traceback.format_exc()[-2000:]}
+    result["complete"] = True
+    return result
+
+
+def main() -> int:
+    out_path, path, *delegates = sys.argv[1:]
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            result = run(path, delegates or ["xnnpack"])
+        except Exception:  # noqa: BLE001 - recorded, the test reports it
+            result = {"crashed": traceback.format_exc()[-2000:]}
+    with open(out_path, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
