@@ -338,6 +338,13 @@ def code_action_p95_s(rounds: int = 20) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+def _first_fast_squiggle(client: Client, root: str, uri: str) -> float:
+    """Initialize, open the probe, and the time its first fast-target diagnostics came."""
+    client.initialize(root)
+    _open(client, uri, PROBE)
+    return client.wait(lambda m: _publish_of(uri, 1)(m) and bool(_targets_of(m) & set(FAST_TARGETS)))
+
+
 def cold_first_squiggle_s() -> float:
     """Spawn `atenlint serve` -> the first published diagnostic of a fast target, for the
     probe file opened right after `initialized` (an editor restoring an open file)."""
@@ -345,9 +352,7 @@ def cold_first_squiggle_s() -> float:
         _, uri = _probe_workspace(root)
         client = Client(SERVER, root)
         try:
-            client.initialize(root)
-            _open(client, uri, PROBE)
-            at = client.wait(lambda m: _publish_of(uri, 1)(m) and bool(_targets_of(m) & set(FAST_TARGETS)))
+            at = _first_fast_squiggle(client, root, uri)
         finally:
             client.close()
     return at - client.started
@@ -370,9 +375,7 @@ def restarted_first_squiggle_s() -> float:
             first.close()
         client = Client(SERVER, root, env)
         try:
-            client.initialize(root)
-            _open(client, uri, PROBE)
-            at = client.wait(lambda m: _publish_of(uri, 1)(m) and bool(_targets_of(m) & set(FAST_TARGETS)))
+            at = _first_fast_squiggle(client, root, uri)
         finally:
             client.close()
     return at - client.started

@@ -10,6 +10,7 @@ import textwrap
 
 from atenlint.config import SettingsResolver
 from atenlint.engine import Engine
+from atenlint.targets.base import Problem, Support, Target, TargetStatus, Verdict
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
@@ -57,3 +58,26 @@ def load_module(tmp_path, source: str, name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+class RejectsOp(Target):
+    """A target whose verdict on one op is an error, judged on `tree_view`: a stand-in for a
+    toolchain, needing no worker and no torch data."""
+
+    device = "cpu"
+
+    def __init__(self, name: str = "rejects", tree_view: str = "dispatch", op: str = "aten::take"):
+        self.name, self.tree_view, self.op = name, tree_view, op
+        self.description = f"rejects {op}"
+
+    def problems(self, tree, phases):
+        return [Problem(tree["op"], "missing")] if tree["op"] == self.op else []
+
+    def verdict(self, problems):
+        return Verdict("error", "REJ001", "is not supported")
+
+    def status(self) -> TargetStatus:
+        return {"target": self.name, "available": True, "description": self.description, "data": {}}
+
+    def support(self, op: str) -> Support:
+        return {"verdict": "unsupported", "reason": "by name"}

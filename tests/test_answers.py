@@ -18,8 +18,8 @@ from atenlint.discover import outline
 from atenlint.judging import Judge
 from atenlint.source_cache import SourceCache
 from atenlint.sourcetext import SourceText
-from atenlint.targets.base import Problem, Support, Target, TargetStatus, Verdict
 from atenlint.worker.protocol import check_file_answer, check_message
+from support import RejectsOp
 
 SOURCE = (
     "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
@@ -27,26 +27,6 @@ SOURCE = (
 )
 HELPER = "import torch\n\n\ndef pick(x):\n    return torch.take(x, x)\n"
 
-
-class Rejects(Target):
-    """A target whose verdict on aten::take is an error (no worker, no torch data needed)."""
-
-    name = "rejects"
-    description = "rejects aten::take"
-    device = "cpu"
-    tree_view = "dispatch"
-
-    def problems(self, tree, phases):
-        return [Problem(tree["op"], "missing")] if tree["op"] == "aten::take" else []
-
-    def verdict(self, problems):
-        return Verdict("error", "REJ001", "is not supported")
-
-    def status(self) -> TargetStatus:
-        return {"target": self.name, "available": True, "description": self.description, "data": {}}
-
-    def support(self, op: str) -> Support:
-        return {"verdict": "unsupported", "reason": "by name"}
 
 
 @pytest.fixture
@@ -101,12 +81,12 @@ def _read(places: dict, answer: dict) -> FileCapture:
     )
     result.outline = outline(source)
     result.imported = list(answer.get("imported", []))
-    read_answer(result, _through_the_protocol(answer), "model", result.outline, [Rejects()], places["project"], print)
+    read_answer(result, _through_the_protocol(answer), "model", result.outline, [RejectsOp()], places["project"], print)
     return result
 
 
 def _findings(result: FileCapture) -> list:
-    judge = Judge(lambda settings: [Rejects()], SettingsResolver, lambda: "2.13.0", "/", lambda message: None)
+    judge = Judge(lambda settings: [RejectsOp()], SettingsResolver, lambda: "2.13.0", "/", lambda message: None)
     return judge.findings([result], SourceCache())
 
 

@@ -8,31 +8,10 @@ from atenlint.captured import FileCapture, Occurrence
 from atenlint.config import Settings, SettingsResolver
 from atenlint.judging import Judge, is_device_target
 from atenlint.source_cache import SourceCache
-from atenlint.targets.base import Problem, Support, Target, TargetStatus, Verdict
+from atenlint.targets.base import Target
+from support import RejectsOp
 
 SOURCE = "import torch\n\n\ndef f(x):\n    return torch.take(x, x)\n"
-
-
-class Rejects(Target):
-    """A target whose verdict on aten::take is an error, judged on `tree_view`."""
-
-    description = "rejects aten::take"
-    device = "cpu"
-
-    def __init__(self, name: str, tree_view: str):
-        self.name, self.tree_view = name, tree_view
-
-    def problems(self, tree, phases):
-        return [Problem(tree["op"], "missing")] if tree["op"] == "aten::take" else []
-
-    def verdict(self, problems):
-        return Verdict("error", "REJ001", "is not supported")
-
-    def status(self) -> TargetStatus:
-        return {"target": self.name, "available": True, "description": self.description, "data": {}}
-
-    def support(self, op: str) -> Support:
-        return {"verdict": "unsupported", "reason": "by name"}
 
 
 def _judge(targets: list[Target]) -> Judge:
@@ -57,7 +36,7 @@ def _findings(tmp_path, target: Target, capture: str):
 
 @pytest.mark.parametrize("view", ["export", "executorch-export", "onnx-jit", "jit", "script"])
 def test_the_source_pass_never_gives_a_deployment_target_an_error(tmp_path, view):
-    finding = _findings(tmp_path, Rejects("deploy", view), "static")
+    finding = _findings(tmp_path, RejectsOp("deploy", view), "static")
     assert finding.severity == "warning" and finding.code == "REJ001"
     assert "read from the source only" in finding.message and "example inputs" in finding.message
     assert finding.range.start.line == 4 and finding.call == "torch.take"
@@ -65,19 +44,19 @@ def test_the_source_pass_never_gives_a_deployment_target_an_error(tmp_path, view
 
 @pytest.mark.parametrize("capture", ["script", "trace"])
 def test_an_executed_capture_keeps_the_error(tmp_path, capture):
-    finding = _findings(tmp_path, Rejects("deploy", "export"), capture)
+    finding = _findings(tmp_path, RejectsOp("deploy", "export"), capture)
     assert finding.severity == "error" and "read from the source" not in finding.message
 
 
 def test_a_device_target_keeps_the_error_from_the_source_pass(tmp_path):
     """A device backend's verdict on an op does not depend on a toolchain's graph: the
     dispatcher runs what the source calls."""
-    target = Rejects("device", "dispatch")
+    target = RejectsOp("device", "dispatch")
     assert is_device_target(target)
     finding = _findings(tmp_path, target, "static")
     assert finding.severity == "error"
 
 
 def test_the_built_in_targets_are_told_apart_by_their_view():
-    assert is_device_target(Rejects("mps", "dispatch"))
-    assert not is_device_target(Rejects("onnx", "onnx-export"))
+    assert is_device_target(RejectsOp("mps", "dispatch"))
+    assert not is_device_target(RejectsOp("onnx", "onnx-export"))

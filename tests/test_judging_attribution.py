@@ -14,7 +14,7 @@ from atenlint.discover import outline
 from atenlint.judging import Judge
 from atenlint.source_cache import SourceCache
 from atenlint.sourcetext import SourceText
-from atenlint.targets.base import Problem, Support, Target, TargetStatus, Verdict
+from support import RejectsOp
 
 SOURCE = """import torch
 from torch import nn
@@ -34,26 +34,6 @@ class LMHead(nn.Module):
         return shared(x)
 """
 
-
-class RejectsDiff(Target):
-    """An export toolchain that cannot convert aten::diff."""
-
-    name = "deploy"
-    description = "rejects aten::diff"
-    device = "cpu"
-    tree_view = "export"
-
-    def problems(self, tree, phases):
-        return [Problem(tree["op"], "missing")] if tree["op"] == "aten::diff" else []
-
-    def verdict(self, problems):
-        return Verdict("error", "REJ001", "is not supported")
-
-    def status(self) -> TargetStatus:
-        return {"target": self.name, "available": True, "description": self.description, "data": {}}
-
-    def support(self, op: str) -> Support:
-        return {"verdict": "unsupported", "reason": "by name"}
 
 
 def _capture(tmp_path, *occurrences: tuple[str, str, bool, list[dict]]) -> FileCapture:
@@ -75,7 +55,7 @@ def _capture(tmp_path, *occurrences: tuple[str, str, bool, list[dict]]) -> FileC
 
 
 def _findings(capture: FileCapture):
-    judge = Judge(lambda settings: [RejectsDiff()], SettingsResolver, lambda: "2.14.1", "/", lambda message: None)
+    judge = Judge(lambda settings: [RejectsOp("deploy", "export", "aten::diff")], SettingsResolver, lambda: "2.14.1", "/", lambda message: None)
     return judge.findings([capture], SourceCache())
 
 

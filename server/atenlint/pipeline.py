@@ -181,18 +181,30 @@ def check_file(
             )
     result = _check_file(analyser, snapshot, on_partial, with_call_sites)
     if cache is not None and _still_on_disk(cache, snapshot):
-        cache.store(
-            snapshot.path,
-            display,
-            snapshot.settings,
-            result.capture,
-            result.findings,
-            result.dependencies,
-            result.covers,
-            analyser.torch_version,
-            call_sites=result.call_sites if with_call_sites else None,
-        )
+        store_result(cache, snapshot, display, result, analyser.torch_version, with_call_sites)
     return result
+
+
+def store_result(
+    cache: ResultCache,
+    snapshot: FileSnapshot,
+    display: str,
+    result: FileResult,
+    torch_version: str,
+    with_call_sites: bool = False,
+) -> None:
+    """File `result` under `snapshot`'s key (the cache itself leaves out failed checks)."""
+    cache.store(
+        snapshot.path,
+        display,
+        snapshot.settings,
+        result.capture,
+        result.findings,
+        result.dependencies,
+        result.covers,
+        torch_version,
+        call_sites=result.call_sites if with_call_sites else None,
+    )
 
 
 def _cache_for(analyser: Analyser, snapshot: FileSnapshot) -> ResultCache | None:
@@ -464,16 +476,7 @@ def check_paths(
         snapshot = snapshots[index]
         result = check_file(analyser, snapshot, with_call_sites=False)
         if cache is not None:
-            cache.store(
-                snapshot.path,
-                snapshot.display or snapshot.path,
-                snapshot.settings,
-                result.capture,
-                result.findings,
-                result.dependencies,
-                result.covers,
-                analyser.torch_version,
-            )
+            store_result(cache, snapshot, snapshot.display or snapshot.path, result, analyser.torch_version)
         return _Checked.of_result(result)
 
     if jobs > 1 and len(to_check) > 1:

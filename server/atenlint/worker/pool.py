@@ -107,7 +107,7 @@ def _cancel_event() -> threading.Event | None:
 class RequestError(Exception):
     """The worker answered with an error (a bug in the capture code, not in the user's)."""
 
-    def __init__(self, error: dict[str, Any]):
+    def __init__(self, error: protocol.WorkerError):
         super().__init__(error.get("message", "worker error"))
         self.error = error
 
@@ -480,7 +480,7 @@ class Worker:
                     raise WorkerFailure("crash", str(reply["error"].get("message")), self.stderr_tail())
                 if reply["error"].get("type") == "WorkerMemory":  # an allocation over the kernel's cap
                     raise WorkerFailure("memory", str(reply["error"].get("message")), self.stderr_tail())
-                raise RequestError(dict(reply["error"]))
+                raise RequestError(reply["error"])
             if reply.get("recycle"):
                 self.recycle_reason = str(reply["recycle"])
             elif method in _PER_FILE:
