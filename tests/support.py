@@ -81,3 +81,13 @@ class RejectsOp(Target):
 
     def support(self, op: str) -> Support:
         return {"verdict": "unsupported", "reason": "by name"}
+
+
+def process_running(pid: int) -> bool:
+    """Whether `pid` is a live process (a killed child its parent has not reaped yet is a
+    zombie, not running)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

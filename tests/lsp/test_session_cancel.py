@@ -28,38 +28,24 @@ from harness import (
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from atenlint.worker.pool import _children as children_of
 from ci_support import model_source
+from support import process_running
 
 DAY = 86_400  # the largest time limit the settings allow
 LOOPS = "while True:\n    pass\n"  # at import, before the classes: the static outline still sees them
 PAIRS = 250
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as children:
-            return [int(child) for child in children.read().split()]
-    except OSError:
-        return []
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _worker(client: LanguageClient) -> int:
-    (worker,) = _children(client._server.pid)  # one warm worker: `workers` is 1
+    (worker,) = children_of(client._server.pid)  # one warm worker: `workers` is 1
     return worker
 
 
 async def _analysis_child(worker: int) -> int:
     """The child the warm worker forked for the file being analysed now."""
     for _ in range(2400):  # polls /proc for the event; bounded only to fail a hang
-        children = [child for child in _children(worker) if _running(child)]
+        children = [child for child in children_of(worker) if process_running(child)]
         if children:
             return children[0]
         await asyncio.sleep(0.05)
@@ -68,7 +54,7 @@ async def _analysis_child(worker: int) -> int:
 
 async def _ended(pid: int) -> bool:
     for _ in range(2400):
-        if not _running(pid):
+        if not process_running(pid):
             return True
         await asyncio.sleep(0.05)
     return False
@@ -169,7 +155,7 @@ async def _spinning_child(worker: int) -> int:
     """The analysis child that runs the endless import: the one that has computed for a
     second (a short-lived child of the warm worker's own never does)."""
     for _ in range(6000):
-        spinning = [child for child in _children(worker) if _running(child) and _cpu_seconds(child) >= 1.0]
+        spinning = [child for child in children_of(worker) if process_running(child) and _cpu_seconds(child) >= 1.0]
         if spinning:
             return spinning[0]
         await asyncio.sleep(0.05)
@@ -206,7 +192,7 @@ async def test_cancelling_check_workspace_stops_the_file_in_flight(scanner: Lang
     future = asyncio.ensure_future(
         scanner.workspace_execute_command_async(types.ExecuteCommandParams(command="atenlint.checkWorkspace"))
     )
-    assert await until_published(scanner, lambda: bool(_children(scanner._server.pid)), 600)
+    assert await until_published(scanner, lambda: bool(children_of(scanner._server.pid)), 600)
     worker = _worker(scanner)
     child = await _spinning_child(worker)  # slow.py, the only file, is in flight
     msg_id = next(reversed(scanner.protocol._request_futures))

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from atenlint.worker.pool import WorkerFailure, WorkerPool, WorkerSettings
+from support import process_running
 
 
 def analyse(pool, path, module, timeout=30):
@@ -215,15 +216,6 @@ def _wait_for_child(zygote: int, earlier: set[int]) -> int:
     raise AssertionError("the analysis child was never seen")
 
 
-def _running(pid: int) -> bool:
-    """Whether `pid` is a live process (a killed child the worker has not reaped yet is a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_cancelled_analysis_ends_only_its_child_and_the_warm_worker_answers_next(own_pool, tmp_path):
     """Closing a document stops its check in flight (issue 21: after 500 open/close pairs a
     new file waited 91 s behind checks nobody wanted). The limit is far beyond any test, so
@@ -257,7 +249,7 @@ def test_a_cancelled_analysis_ends_only_its_child_and_the_warm_worker_answers_ne
     thread.join(timeout=120)
     assert not thread.is_alive() and outcome == ["cancelled"]
     assert analyse(own_pool, tmp_path / "fine.py", "fine", timeout=86_400)["classes"] == []
-    assert not _running(child)
+    assert not process_running(child)
     assert own_pool.restarts == restarts and worker.process.pid == zygote  # the zygote lives on
 
 

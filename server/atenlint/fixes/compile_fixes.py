@@ -19,7 +19,7 @@ from ..finding_data import Fix
 from ..findings import Finding
 from .callsite import FileContext
 from .edits import TextEdit
-from .imports import import_edit, import_statement
+from .imports import module_spelling
 from .model import Remedy
 
 # Calls an argument of `print` may make without changing anything the module computes.
@@ -32,13 +32,10 @@ def guard_print(remedy: Remedy, finding: Finding, file: FileContext | None, sett
     statement = _print_statement(file, finding.range.start.line + 1)
     if statement is None or "print" in file.bindings.other or "print" in file.bindings.imported:
         return None
-    torch_name = file.bindings.spell("torch", set())
-    edits: list[TextEdit] = []
-    if torch_name is None:
-        if "torch" in file.bindings.other:
-            return None
-        torch_name = "torch"
-        edits.append(import_edit(file.tree, file.index, import_statement("torch")))
+    spelling = module_spelling(file.bindings, file.tree, file.index, "torch")
+    if spelling is None:
+        return None
+    torch_name, edits = spelling
     replaced = _guarded(file, statement, torch_name)
     if replaced is None:
         return None

@@ -191,3 +191,17 @@ def _only_imports(statement: ast.AST) -> bool:
 def import_edit(tree: ast.Module, index: LineIndex, statement: str) -> TextEdit:
     offset, before, after = insertion_point(tree, index)
     return TextEdit(offset, offset, f"{before}{statement}{after}")
+
+
+def module_spelling(
+    bindings: Bindings, tree: ast.Module, index: LineIndex, module: str
+) -> tuple[str, list[TextEdit]] | None:
+    """How a file (its `bindings`, `tree` and `index`) names `module` at module level, with
+    the edit that imports it where it is not imported yet; None when that name is already
+    bound to something else."""
+    spelled = bindings.spell(module, set())
+    if spelled is not None:
+        return spelled, []
+    if module in bindings.other:
+        return None
+    return module, [import_edit(tree, index, import_statement(module))]

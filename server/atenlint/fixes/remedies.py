@@ -13,7 +13,7 @@ from ..findings import Finding
 from .callsite import FileContext
 from .compile_fixes import guard_print
 from .edits import LineIndex, TextEdit
-from .imports import import_edit, import_statement, insertion_point
+from .imports import insertion_point, module_spelling
 from .model import Remedy
 
 _MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a pyproject.toml; larger is not one a person wrote
@@ -44,13 +44,10 @@ def silence_fallback_warning(
         return None
     kinds = finding.data.get("kinds") or {}
     ops = [op for op in finding.ops if kinds.get(op, "fallback") in ("fallback", "forced")]
-    warnings_name = file.bindings.spell("warnings", set())
-    edits: list[TextEdit] = []
-    if warnings_name is None:
-        if "warnings" in file.bindings.other:
-            return None
-        warnings_name = "warnings"
-        edits.append(import_edit(file.tree, file.index, import_statement("warnings")))
+    spelling = module_spelling(file.bindings, file.tree, file.index, "warnings")
+    if spelling is None:
+        return None
+    warnings_name, edits = spelling
     statements = [fallback_warning_filter(op, warnings_name) for op in ops]
     statements = [s for s in statements if s not in file.text]
     if not statements:
