@@ -28,7 +28,6 @@ SOURCE = (
 HELPER = "import torch\n\n\ndef pick(x):\n    return torch.take(x, x)\n"
 
 
-
 @pytest.fixture
 def places(tmp_path):
     """A project (the analysed file, a helper, a FIFO, a link out), a folder outside it with

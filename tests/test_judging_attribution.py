@@ -35,7 +35,6 @@ class LMHead(nn.Module):
 """
 
 
-
 def _capture(tmp_path, *occurrences: tuple[str, str, bool, list[dict]]) -> FileCapture:
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
@@ -55,7 +54,13 @@ def _capture(tmp_path, *occurrences: tuple[str, str, bool, list[dict]]) -> FileC
 
 
 def _findings(capture: FileCapture):
-    judge = Judge(lambda settings: [RejectsOp("deploy", "export", "aten::diff")], SettingsResolver, lambda: "2.14.1", "/", lambda message: None)
+    judge = Judge(
+        lambda settings: [RejectsOp("deploy", "export", "aten::diff")],
+        SettingsResolver,
+        lambda: "2.14.1",
+        "/",
+        lambda message: None,
+    )
     return judge.findings([capture], SourceCache())
 
 
