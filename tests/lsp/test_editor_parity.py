@@ -1,7 +1,8 @@
 """One product: for the examples, a file that times out and one that crashes the worker,
 what `atenlint check --format json` reports equals what the real server pushes to a push
 client and what a pull client that behaves like VS Code is shown (same files, ranges, codes
-and targets), every file open (issue 19)."""
+and targets), every file open (issue 19). Also a class that cannot be built alone but is
+built by another file's model: neither side notes that it cannot be built."""
 
 from __future__ import annotations
 
@@ -42,6 +43,24 @@ def _workspace(tmp_path: pathlib.Path) -> str:
     (faults / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps"]\ntimeout = 4\n')
     (faults / "loops.py").write_text(NET.format(prelude="while True:\n    pass\n"))
     (faults / "crashes.py").write_text(NET.format(prelude="import os\nos._exit(3)\n"))
+    # `Encoder` cannot be built alone (no guess passes its check), but `b.Model` builds it:
+    # the CLI's report of both files has no "cannot be built" note on it (merge_results),
+    # and neither may the editor with both files open.
+    cross = root / "cross"
+    cross.mkdir()
+    (cross / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps"]\n')
+    (cross / "a.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Encoder(nn.Module):\n"
+        "    def __init__(self, dim, passphrase):\n        super().__init__()\n"
+        "        if passphrase != 'open sesame':\n            raise ValueError('wrong passphrase')\n"
+        "        self.proj = nn.Linear(dim, dim)\n\n"
+        "    def forward(self, x):\n        return torch.special.ndtri(self.proj(x))\n"
+    )
+    (cross / "b.py").write_text(
+        "from torch import nn\n\nfrom a import Encoder\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.enc = Encoder(8, 'open sesame')\n\n"
+        "    def forward(self, x):\n        return self.enc(x)\n"
+    )
     return str(root)
 
 
@@ -122,6 +141,8 @@ async def test_a_pull_client_like_vscode_is_shown_what_the_cli_finds(client: Lan
     cli = _cli(root)
     codes = {shown[5] for shown in cli}
     assert {"MPS001", "MPS002", "ATL005", "ATL006"} <= codes, codes  # the comparison covers both failures
+    cross_a = os.path.realpath(os.path.join(root, "cross", "a.py"))
+    assert [s[5] for s in cli if s[0] == cross_a] == ["MPS001"]  # b.Model's finding; no ATL003
 
     await _initialize(client, root, pulling_capabilities())
     editor = VSCodeLike(client)

@@ -137,7 +137,11 @@ async def test_a_newer_version_stops_the_check_of_the_older(client: LanguageClie
     assert await _ended(child)
     items = await published_until(client, uri, lambda items: bool(items), timeout=600)
     assert _codes(items) == expected and client.versions[uri] == 2
-    assert _count(client, "analysed slow.py") == 1  # the new version's check only
+    # The new version's check only. Its unsaved text may have been read from source first
+    # (a static check of the change, before the save arrived, on a loaded machine); that one
+    # imports nothing and is not counted.
+    imported = [m.message for m in client.log_messages if m.message.startswith("analysed slow.py")]
+    assert len([m for m in imported if "(static" not in m]) == 1, imported
     assert _count(client, "stopped the check of slow.py") >= 1
     assert _worker(client) == worker
 

@@ -15,6 +15,7 @@ from fake_engine import FakeEngine
 from session_support import make_session, settle
 
 import atenlint.lsp.session as session_module
+from atenlint.lsp.results import internal_error, make_result
 from atenlint.lsp.settings import EditorSettings
 
 TAKE = "import torch\ny = torch.take(x, i)\n"
@@ -118,7 +119,9 @@ def test_a_file_changed_during_check_workspace_keeps_no_result_of_it(tmp_path):
 
     async def run():
         session, _ = make_session(engine, EditorSettings(), [str(tmp_path)])
-        session.workspace_results[str(second)] = "an older scan's result"
+        session.workspace_results[str(second)] = make_result(
+            str(second), None, internal_error(str(second), "an older scan's result"), (), 0.0
+        )
         loop = asyncio.get_running_loop()
         scan = loop.run_in_executor(session._executor, session.check_workspace, lambda *a: None, threading.Event())
         await _wait_thread(engine.entered)

@@ -272,7 +272,12 @@ async function scenario(page, checks, setup) {
         // Opened before that, the .ipynb would show as JSON; a user sees the notebook later on.
         const openWith = async () => {
             await item.click({ button: 'right' });
-            await page.locator('.context-view .action-label').filter({ hasText: 'Open With' }).first().click({ timeout: 10_000 });
+            const entry = page.locator('.context-view .action-label').filter({ hasText: 'Open With' }).first();
+            await entry.hover({ timeout: 10_000 });
+            // The menu runs an item on the mouse's release over it, which a synthetic click does
+            // not always deliver (Chromium 156 leaves the menu open, the item highlighted): the
+            // keyboard runs the highlighted item, as a user's Enter would.
+            await page.keyboard.press('Enter');
             const picker = page.locator('.quick-input-widget');
             await picker.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible', timeout: 10_000 });
             return (await picker.innerText()).replace(/\s+/g, ' ');
@@ -281,6 +286,8 @@ async function scenario(page, checks, setup) {
             let offered;
             try {
                 offered = await openWith();
+            } catch (error) {
+                throw new Error(`${error.message.split('\n')[0]} (see ${await shoot(page, 'open-with')})`);
             } finally {
                 await page.keyboard.press('Escape');
             }

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..discover import iter_python_files, read_regular_file
-from ..engine import CallSite, Engine
-from ..findings import Finding
+from ..engine import Engine
 from ..pipeline import FileResult, FileSnapshot, check_file
 from ..sourcetext import DecodeError, decode_source
 from ..worker.pool import Cancelled, WorkerFailure, WorkerPool, cancelled_by
-from .results import Analysed, AnalysisInput, DocumentResult, analysis_input, internal_error, make_result, text_hash
+from .results import AnalysisInput, DocumentResult, analysis_input, internal_error, make_result, text_hash
 from .settings import EditorSettings
 from .state import MAX_READ_BYTES, WorkspaceScan, content_hash, modified_since
 
@@ -174,23 +173,16 @@ class Analyser:
         started = time.perf_counter()
         failed = False
         loop = asyncio.get_running_loop()
-        early: Callable[[Analysed], None] | None = None
+        early: Callable[[FileResult], None] | None = None
         if on_partial is not None:
 
-            def early(analysed: Analysed) -> None:  # on the analysing thread
-                findings, call_sites, imported, fast = analysed
-                partial = dataclasses.replace(
-                    make_result(
-                        path, version, findings, call_sites, imported, key, time.perf_counter() - started, wanted
-                    ),
-                    partial=True,
-                    fast_targets=tuple(fast),
-                )
+            def early(checked: FileResult) -> None:  # on the analysing thread
+                partial = make_result(path, version, checked, key, time.perf_counter() - started, wanted)
                 if not loop.is_closed():
                     loop.call_soon_threadsafe(on_partial, partial)
 
         try:
-            findings, call_sites, imported = await loop.run_in_executor(
+            checked = await loop.run_in_executor(
                 self.executor, self.analyse_blocking, path, wanted, settings.trusted, early, None, cancel
             )
         except Cancelled:
@@ -200,7 +192,7 @@ class Analyser:
             self.reporter.failed(message)
             self.reporter.log(f"analysis of {path} failed: {message}", "error")
             # Never an empty, clean-looking result: say that the check itself failed.
-            findings, call_sites, imported, failed = [internal_error(path, message)], [], [], True
+            checked, failed = internal_error(path, message), True
         finally:
             self._busy -= 1
             self.reporter.busy(self._busy)
@@ -212,7 +204,7 @@ class Analyser:
             f"analysed {os.path.basename(path)} in {seconds * 1000:.0f} ms"
             f"{'' if wanted.execute else ' (static: nothing imported)'}"
         )
-        result = make_result(path, version, findings, call_sites, imported, key, seconds, wanted)
+        result = make_result(path, version, checked, key, seconds, wanted)
         # Only a result whose inputs cannot have changed under it is reused: none from a check
         # that overlapped a change on disk, failed, or reports a failure that may be transient.
         if not failed and started_generation == generation() and not result.reads_unknown_files:
@@ -224,10 +216,10 @@ class Analyser:
         path: str,
         wanted: AnalysisInput,
         trusted: bool,
-        on_partial: Callable[[Analysed], None] | None = None,
+        on_partial: Callable[[FileResult], None] | None = None,
         engine: Engine | None = None,
         cancel: threading.Event | None = None,
-    ) -> tuple[list[Finding], list[CallSite], list[str]]:
+    ) -> FileResult:
         """Capture and judge one file (on a thread). The engine is held for the whole
         check: a pool replaced meanwhile (another interpreter) closes only after it."""
         try:
@@ -243,8 +235,8 @@ class Analyser:
         path: str,
         wanted: AnalysisInput,
         trusted: bool,
-        on_partial: Callable[[Analysed], None] | None,
-    ) -> tuple[list[Finding], list[CallSite], list[str]]:
+        on_partial: Callable[[FileResult], None] | None,
+    ) -> FileResult:
         """The CLI's per-file pipeline (capture or static pass, the static fallback after a
         timeout or crash, judging, placement, dedupe) on a snapshot of the document."""
         snapshot = FileSnapshot.of(
@@ -255,19 +247,13 @@ class Analyser:
             resolver=engine.resolver,
         )
 
-        def early(partial: FileResult) -> None:
-            if on_partial is not None:
-                findings, sites, imported = list(partial.findings), list(partial.call_sites), list(partial.imported)
-                on_partial((findings, sites, imported, list(partial.fast_targets)))
-
         if not trusted:
             self.reporter.restricted()
-        result = check_file(engine, snapshot, on_partial=early if on_partial is not None else None)
-        findings = list(result.findings)
-        crashed = next((f.message for f in findings if f.code in ("ATL005", "ATL006")), None)
+        result = check_file(engine, snapshot, on_partial=on_partial)
+        crashed = next((f.message for f in result.findings if f.code in ("ATL005", "ATL006")), None)
         if crashed is not None:
             self.reporter.failed(crashed)
-        return findings, list(result.call_sites), list(result.imported)
+        return result
 
     # -- whole workspace -------------------------------------------------
     def check_workspace(
@@ -318,16 +304,14 @@ class Analyser:
                 text = None  # the capture below says why (too large, not a regular file, ...)
         if text is None:  # the pipeline reads it and says why it cannot (too large, not a regular file)
             unread = check_file(engine, FileSnapshot.of(path, execute=False, resolver=engine.resolver))
-            return make_result(path, None, list(unread.findings), [], [], (), 0.0)
+            return make_result(path, None, unread, (), 0.0)
         # The same rule as for an open file: unsaved buffers are never run unless opted in.
         wanted = scan.open_inputs.get(path) or analysis_input(
             text, text, {p: t for p, t in scan.unsaved.items() if p != path}, scan.settings
         )
         try:
-            findings, call_sites, imported = self.analyse_blocking(
-                path, wanted, scan.settings.trusted, engine=engine, cancel=cancelled
-            )
+            checked = self.analyse_blocking(path, wanted, scan.settings.trusted, engine=engine, cancel=cancelled)
         except WorkerFailure as failure:
             self.reporter.log(f"{path}: {failure.message}", "error")
             return None
-        return make_result(path, None, findings, call_sites, imported, (), 0.0, wanted)
+        return make_result(path, None, checked, (), 0.0, wanted)

@@ -264,7 +264,10 @@ class Checks:
                 self.callbacks.publish(document.uri, result.version, self.state.findings_for(document.path))
             return
         self.callbacks.publish(document.uri, result.version, self.state.findings_for(document.path))
-        self._publish_in(set(result.foreign) | set(previous.foreign if previous else ()))
+        covers = result.covers | (previous.covers if previous else frozenset())
+        self._publish_in(
+            set(result.foreign) | set(previous.foreign if previous else ()) | self.state.noting_unbuilt(covers)
+        )
 
     def _publish_in(self, paths: set[str]) -> None:
         for path in paths:

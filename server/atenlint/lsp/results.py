@@ -9,13 +9,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..captured import FileCapture
+from ..config import Settings
 from ..engine import CallSite
 from ..findings import INTERNAL_ERROR, RUN_LEVEL_CODES, Finding  # run-level: said once, in the status item
+from ..pipeline import FileResult
 from ..sourcetext import Position, Range
 from .settings import EditorSettings
-
-# What one check found: (findings, call sites, imported files, the fast targets judged).
-Analysed = tuple[list[Finding], list[CallSite], list[str], list[str]]
 
 # A result with one of these is never reused: the import failed somewhere we cannot name,
 # or a worker timed out or crashed (which may not happen again).
@@ -77,6 +77,10 @@ class DocumentResult:
     # did, e.g. a saved file checked under a buffer with unsaved edits): quick-fix edits
     # computed from this result are valid for that version only.
     text_version: int | None = None
+    # Classes (by module key) this check analysed inside its own classes (`FileResult.covers`):
+    # another file's "cannot be built alone" note about one of them is not shown beside it,
+    # as the CLI drops it from a report holding both files (`pipeline.merge_results`).
+    covers: frozenset[str] = frozenset()
 
     @property
     def text(self) -> str | None:
@@ -141,8 +145,10 @@ def with_kept_slow_findings(partial: DocumentResult, previous: DocumentResult | 
     return dataclasses.replace(partial, findings=findings, foreign={p: f for p, f in foreign.items() if f})
 
 
-def internal_error(path: str, error: str) -> Finding:
-    return Finding(
+def internal_error(path: str, error: str) -> FileResult:
+    """The result of a check that failed inside atenlint: one finding that says so, never an
+    empty, clean-looking result."""
+    finding = Finding(
         os.path.basename(path),
         Range(Position(0, 0), Position(0, 0)),
         "warning",
@@ -151,29 +157,41 @@ def internal_error(path: str, error: str) -> Finding:
         f"Please report it with the output log",
         abs_path=path,
     )
+    capture = FileCapture(path, os.path.basename(path), Settings(), None, None)
+    return FileResult(path, (finding,), (), (), capture)
 
 
 def make_result(
     path: str,
     version: int | None,
-    findings: list[Finding],
-    call_sites: list[CallSite],
-    imported: list[str],
+    checked: FileResult,
     key: tuple[Any, ...],
     seconds: float,
     wanted: AnalysisInput | None = None,
 ) -> DocumentResult:
     """A check's findings split by the file they are located in (own, and placed in others)."""
-    findings, notes = split_run_notes(findings)
+    findings, notes = split_run_notes(list(checked.findings))
     own = [f for f in findings if os.path.abspath(f.abs_path or path) == path]
     foreign: dict[str, list[Finding]] = {}
     for finding in findings:
         where = os.path.abspath(finding.abs_path or path)
         if where != path:
             foreign.setdefault(where, []).append(finding)
-    dependencies = sorted({os.path.abspath(p) for p in imported} - {path})
+    dependencies = sorted({os.path.abspath(p) for p in checked.imported} - {path})
     return DocumentResult(
-        path, version, own, call_sites, dependencies, key, seconds, foreign=foreign, input=wanted, run_notes=notes
+        path,
+        version,
+        own,
+        list(checked.call_sites),
+        dependencies,
+        key,
+        seconds,
+        foreign=foreign,
+        input=wanted,
+        run_notes=notes,
+        partial=checked.partial,
+        fast_targets=tuple(checked.fast_targets),
+        covers=checked.covers,
     )
 
 

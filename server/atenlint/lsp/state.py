@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..discover import read_regular_file
-from ..findings import Finding
+from ..findings import CANNOT_BUILD, Finding
 from ..notebook import is_notebook, saved_module_text
 from ..sourcetext import DecodeError, decode_source
 from .results import AnalysisInput, DocumentResult, analysis_input, served_digest, text_hash
@@ -222,12 +222,31 @@ class SessionState:
             if path in self.workspace_results
             else []
         )
+        # As in the CLI's report of both files (`pipeline.merge_results`): a class another
+        # shown result analysed inside its own classes needs no "cannot be built alone" note.
+        covered = self._covered_elsewhere(path)
+        own = [f for f in own if not (f.code == CANNOT_BUILD and f.module in covered)]
         seen = {f.identity() for f in own}
         for placed in self._placed_in(path):
             if placed.identity() not in seen:
                 seen.add(placed.identity())
                 own.append(placed)
         return own
+
+    def _covered_elsewhere(self, path: str) -> frozenset[str]:
+        """The classes other files' shown results analysed inside their own classes."""
+        shown = [d.shown for d in self.documents.values() if d.path != path and d.shown is not None]
+        shown += [r for p, r in self.workspace_results.items() if p != path]
+        return frozenset().union(*(r.covers for r in shown if r is not None))
+
+    def noting_unbuilt(self, classes: frozenset[str]) -> set[str]:
+        """The files whose own shown results say one of `classes` cannot be built alone: what
+        they show changes when another result starts or stops analysing those classes."""
+        if not classes:
+            return set()
+        results = [d.shown for d in self.documents.values() if d.shown is not None]
+        results += list(self.workspace_results.values())
+        return {r.path for r in results if any(f.code == CANNOT_BUILD and f.module in classes for f in r.findings)}
 
     def _placed_in(self, path: str) -> list[Finding]:
         """What open documents' shown results place in `path`."""
