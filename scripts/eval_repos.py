@@ -12,6 +12,7 @@
    - `coreml`: `coremltools.convert` of the `torch.jit.trace`;
    - `executorch`: `torch.export.export`, `to_edge`, `to_executorch`;
    - `torchscript`: `torch.jit.script` (any class that builds: it needs no inputs).
+   A class atenlint built with constructor arguments it inferred is built with the same call.
    A finding is right when that toolchain fails on the class; it is counted as naming the
    cause when the op it names is among the ones the toolchain rejects.
 3. Prints coverage per repository and precision per target; `--out` writes every record.
@@ -57,6 +58,7 @@ class ClassRecord:
     capture: str  # "trace", "script", "static", or "none"
     inferred: str | None  # the inputs expression atenlint inferred, if it traced with one
     reason: str | None  # why it was not traced (None when traced)
+    arguments: str | None = None  # the constructor call atenlint inferred, if it built it so
 
 
 @dataclass
@@ -70,13 +72,17 @@ class RepoRecord:
 
 def not_traced_reason(answer: dict[str, Any], timed_out: bool) -> str | None:
     """Why a class's capture did not come from a trace, in a few words (for the tally)."""
-    capture = answer.get("capture") or "none"
+    from atenlint.answers import class_capture
+
+    capture = class_capture(answer)  # type: ignore[arg-type]
     if capture == "trace":
         return None
     if timed_out and capture == "static":
         return "file timed out"
     build_error = answer.get("build_error")
     if build_error:
+        if "atenlint inferred" in str(build_error.get("message")):
+            return "not built: arguments (an inferred call built it, nothing could analyse it)"
         return f"not built: {build_error.get('kind') or 'error'}"
     if answer.get("trace_error"):
         return "trace failed"
@@ -92,6 +98,7 @@ def analyse(paths: list[str], targets: str, jobs: int, timeout: float | None, py
     from concurrent.futures import ThreadPoolExecutor
 
     from atenlint import findings as codes
+    from atenlint.answers import class_capture
     from atenlint.config import SettingsResolver, parse_targets
     from atenlint.discover import import_location, iter_python_files
     from atenlint.engine import Engine
@@ -131,9 +138,10 @@ def analyse(paths: list[str], targets: str, jobs: int, timeout: float | None, py
                             module_name,
                             answer.get("qualname", ""),
                             list(roots),
-                            answer.get("capture") or "none",
+                            class_capture(answer),
                             inferred,
                             not_traced_reason(dict(answer), timed_out),
+                            answer.get("arguments_inferred"),
                         )
                     )
             # One finding per call site and target, as the CLI reports them (a base class's
@@ -237,6 +245,7 @@ def oracle(spec: dict[str, Any]) -> dict[str, Any]:
     atenlint builds it, and run each asked target's toolchain."""
     import torch
 
+    from atenlint.capture.constructor_args import evaluate_call
     from atenlint.capture.infer_inputs import evaluate
     from atenlint.capture.loader import config_factory, import_file, required_parameters, user_import_context
 
@@ -247,17 +256,19 @@ def oracle(spec: dict[str, Any]) -> dict[str, Any]:
         for part in spec["qualname"].split("."):
             cls = getattr(cls, part)
         missing, _ = required_parameters(cls)
-        init = config_factory(cls, module, missing) if missing else None
-        namespace = dict(vars(module))
-        namespace.setdefault(cls.__name__, cls)
+        init = spec.get("arguments") or (config_factory(cls, module, missing) if missing else None)
+
+        def make() -> Any:
+            return cls() if init is None else evaluate_call(init, cls, module)
+
         torch.manual_seed(0)
-        model = (cls() if init is None else eval(init, namespace)).eval()
+        model = make().eval()
         args = evaluate(spec["inputs"], "cpu") if spec.get("inputs") else None
         for target in spec["targets"]:
             try:
                 with torch.no_grad():
                     if target == "torchscript":
-                        results[target] = _torchscript(cls() if init is None else eval(init, namespace))
+                        results[target] = _torchscript(make())
                     elif args is None:
                         results[target] = {"skipped": "no inputs"}
                     elif target.startswith("onnx:"):
@@ -278,6 +289,7 @@ def run_oracle(record: ClassRecord, targets: list[str], timeout: float, python: 
         "roots": record.roots,
         "qualname": record.qualname,
         "inputs": record.inferred,
+        "arguments": record.arguments,
         "targets": targets,
     }
     try:
@@ -356,6 +368,7 @@ def evaluate_repos(
                 toolchain = cache[chosen.module].get(target, {})
                 row["class"] = chosen.module
                 row["inputs"] = chosen.inferred
+                row["arguments"] = chosen.arguments
                 row["toolchain"] = toolchain
                 row["verdict"] = judge(finding, toolchain)
             judged.append(row)
@@ -369,6 +382,9 @@ def coverage(record: RepoRecord) -> dict[str, Any]:
         "classes": len(classes),
         "traced": sum(c.capture == "trace" for c in classes),
         "traced_inferred": sum(c.capture == "trace" and c.inferred is not None for c in classes),
+        # Of those traced or scripted: built with constructor arguments atenlint inferred.
+        "traced_inferred_arguments": sum(c.capture == "trace" and c.arguments is not None for c in classes),
+        "built_inferred_arguments": sum(c.capture in ("trace", "script") and c.arguments is not None for c in classes),
         # Built by atenlint (traced, scripted, or read from source after its script failed):
         # what the issue's goal counts coverage against.
         "built": sum(c.capture in ("trace", "script") or c.reason == "script failed" for c in classes),
@@ -442,7 +458,13 @@ def main(argv: list[str] | None = None) -> int:
         "judged": judged,
         "classes": {
             os.path.basename(r.path): [
-                {"class": c.module, "capture": c.capture, "inputs": c.inferred, "not_traced_because": c.reason}
+                {
+                    "class": c.module,
+                    "capture": c.capture,
+                    "inputs": c.inferred,
+                    "arguments": c.arguments,
+                    "not_traced_because": c.reason,
+                }
                 for c in r.classes
             ]
             for r in records

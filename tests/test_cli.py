@@ -155,9 +155,11 @@ def test_config_file_supplies_targets_and_factories(workspace):
     codes = [d["code"] for d in json.loads(result.stdout)["diagnostics"]]
     assert codes == ["MPS001"]
     without = atenlint("check", "needs_args.py", "--format", "json", cwd=workspace)
-    # Unbuilt, the class is still read from source: never less than --no-exec.
-    assert [d["code"] for d in json.loads(without.stdout)["diagnostics"]] == ["ATL003", "MPS001"]
-    assert json.loads(without.stdout)["classes"]["static"] == 1
+    # Without the factory, the class is built with an inferred `width` and traced: the same op.
+    assert [d["code"] for d in json.loads(without.stdout)["diagnostics"]] == ["MPS001"]
+    assert json.loads(without.stdout)["classes"]["arguments_inferred"] == 1
+    text = atenlint("check", "needs_args.py", cwd=workspace)
+    assert "1 built with inferred arguments" in text.stderr + text.stdout
 
 
 def test_invalid_project_config_is_reported(workspace):

@@ -85,3 +85,37 @@ def test_a_module_named_like_its_namespace_package_is_imported_by_its_full_name(
     # Any other file keeps its own folder first, for its sibling imports.
     assert import_location(str(tmp_path / "mypkg/layers.py"), str(tmp_path))[0] == "layers"
     assert import_location(str(tmp_path / "tools/train.py"), str(tmp_path))[1][0] == str(tmp_path / "tools")
+
+
+def test_a_file_in_a_folder_without_init_is_named_as_python_imports_it_from_the_root(tmp_path):
+    """A folder without __init__.py below a regular package (`dinov2/hub/text/`), or holding
+    a file with a relative import, is a namespace package: Python, run from the project
+    root, imports its files by their dotted name. A script folder keeps its files' own
+    names; a folder named like a standard-library package could not be reached that way."""
+    files = {
+        "dino/__init__.py": "",
+        "dino/hub/__init__.py": "",
+        "dino/hub/text/model.py": "from dino.layers import x\n",
+        "dino/hub/text/__pycache__/model.cpython-311.pyc": "",
+        "__pycache__/setup.cpython-311.pyc": "",
+        "tools/pair.py": "from .other import y\n",
+        "tools/train.py": "from helpers import z\n",
+        "email/__init__.py": "",
+        "email/unit/case.py": "x = 1\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    name, roots = import_location(str(tmp_path / "dino/hub/text/model.py"), str(tmp_path))
+    assert name == "dino.hub.text.model"
+    # The root first; the file's folder last (a script's sibling imports), kept although both
+    # hold a __pycache__.
+    assert roots == [str(tmp_path), str(tmp_path / "dino/hub/text")]
+    assert import_location(str(tmp_path / "tools/pair.py"), str(tmp_path))[0] == "tools.pair"
+    assert import_location(str(tmp_path / "tools/train.py"), str(tmp_path)) == (
+        "train",
+        [str(tmp_path / "tools"), str(tmp_path)],
+    )
+    assert import_location(str(tmp_path / "email/unit/case.py"), str(tmp_path))[0] == "case"
+    # Without a project root nothing is known above the file: its own name.
+    assert import_location(str(tmp_path / "dino/hub/text/model.py"))[0] == "model"

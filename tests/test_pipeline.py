@@ -68,9 +68,10 @@ def test_the_editor_buffer_is_what_is_checked(engine, tmp_path):
 
 
 def test_an_unbuildable_class_analysed_inside_another_files_model_is_said_once(engine, tmp_path):
-    """a.py alone cannot build `Encoder` (ATL003); b.py's model builds it. Shown together
-    (the CLI over both, or the editor with both results) the note is dropped, the op stays."""
-    a, b = _workspace(tmp_path)
+    """a.py alone cannot build `Encoder` (ATL003: no inferred arguments here); b.py's model
+    builds it. Shown together (the CLI over both, or the editor with both results) the note
+    is dropped, the op stays."""
+    a, b = _workspace(tmp_path, "infer-inputs = false\n")
     alone = _check(engine, a)
     assert "ATL003" in [f.code for f in alone.findings]
     both = merge_results([alone, _check(engine, b)])

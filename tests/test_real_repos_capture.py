@@ -84,13 +84,36 @@ def test_missing_package_reads_every_class_from_source(engine, tmp_path):
 def test_unbuildable_classes_are_read_from_source_with_one_note_per_file(engine, tmp_path):
     write(
         tmp_path,
-        {"pyproject.toml": "[project]\nname = 'demo'\n", "layers.py": with_mps_missing(MODE.format(imports=""))},
+        {
+            "pyproject.toml": "[project]\nname = 'demo'\n[tool.atenlint]\ninfer-inputs = false\n",
+            "layers.py": with_mps_missing(MODE.format(imports="")),
+        },
     )
     default, static = check(engine, tmp_path), check(engine, tmp_path, execute=False)
     assert problems(static) <= problems(default) and len(problems(default)) == 2
     notes = [f for f in default.findings if f.code == "ATL003"]
     assert len(notes) == 1 and "`Head`" in notes[0].message and "`dim`" in notes[0].message
-    assert default.by_capture == {"trace": 0, "inferred": 0, "script": 0, "static": 2, "none": 0}
+    assert default.by_capture == {
+        "trace": 0,
+        "inferred": 0,
+        "script": 0,
+        "static": 2,
+        "none": 0,
+        "arguments_inferred": 0,
+    }
+
+
+def test_classes_needing_arguments_are_built_with_inferred_ones(engine, tmp_path):
+    """The same classes with inference on (the default): built with guessed `dim` and
+    `classes`, traced with guessed inputs, and the same two findings, no note."""
+    write(
+        tmp_path,
+        {"pyproject.toml": "[project]\nname = 'demo'\n", "layers.py": with_mps_missing(MODE.format(imports=""))},
+    )
+    default, static = check(engine, tmp_path), check(engine, tmp_path, execute=False)
+    assert problems(static) == problems(default) and len(problems(default)) == 2
+    assert not [f for f in default.findings if f.code == "ATL003"]
+    assert default.by_capture["inferred"] == 2 and default.by_capture["arguments_inferred"] == 2
 
 
 def test_constructors_meta_cannot_run_are_built_on_the_cpu(engine, tmp_path):
@@ -199,8 +222,10 @@ def test_namespace_package_keys_use_the_import_name(engine, tmp_path):
     for _ in range(2):  # the loader's KeyError('ldm') came from a set's order: run it a few times
         report = check(engine, tmp_path)
         assert not any(f.code == "ATL099" for f in report.findings)
-        # The factory under the import name was used (the class was built and executed).
-        assert report.by_capture["inferred"] + report.by_capture["script"] == 1
+        # The factory under the import name was used (the class was built and executed); `Down`,
+        # which nothing configures, was built with an inferred `width`.
+        assert report.by_capture["inferred"] + report.by_capture["script"] == 2
+        assert report.by_capture["arguments_inferred"] == 1
     (warning,) = [f for f in report.findings if f.code == "ATL010"]
     assert warning.abs_path.endswith("pyproject.toml") and warning.range.start.line == 2
     assert '"ldm.models.autoencoder.Autoencoder"' in warning.message
@@ -210,7 +235,8 @@ def test_require_exec_fails_ci_when_classes_were_not_executed(tmp_path):
     write(
         tmp_path,
         {
-            "pyproject.toml": "[project]\nname = 'demo'\n",
+            # No inferred constructor arguments: the classes are read from source only.
+            "pyproject.toml": "[project]\nname = 'demo'\n[tool.atenlint]\ninfer-inputs = false\n",
             "layers.py": """
         import torch
         from torch import nn

@@ -316,7 +316,18 @@ def _import_finding(result: FileCapture, answer: FileAnswer, module_name: str, c
         else ""
     )
     package = error.get("package")
-    if package:
+    stood_in = error.get("stood_in") or []
+    if package and stood_in:
+        skipped = ", ".join(f"`{name.replace('.', '/')}/__init__.py`" for name in stood_in)
+        message = (
+            f"importing `{module_name}` needs the package `{package}`{where}, which is not installed in the "
+            f"interpreter atenlint uses; atenlint imported `{module_name}` without running {skipped} (a bare "
+            f"package stood in for it), and analysed its module classes as usual. Install the distribution that "
+            f"provides `{package}` (its pip name can differ: `PIL` comes from Pillow) or point atenlint at the "
+            f"project's interpreter (--python) to import it as Python does"
+        )
+        severity = "information"
+    elif package:
         message = (
             f"importing `{module_name}` needs the package `{package}`{where}, which is not installed in the "
             f"interpreter atenlint uses: install the distribution that provides it (its pip name can differ: "
@@ -355,15 +366,23 @@ def _import_finding(result: FileCapture, answer: FileAnswer, module_name: str, c
     )
 
 
+# A key of `capture_paths` that is not a capture path: of the classes counted there, those
+# built with constructor arguments atenlint inferred (traced or scripted; output.py says so).
+ARGUMENTS_INFERRED = "arguments_inferred"
+
+
 def capture_paths(captures: Iterable[FileCapture]) -> dict[str, int]:
     """Module classes by how they were analysed: traced with configured inputs ("trace") or
-    with inputs atenlint inferred ("inferred"), scripted, read from source, or not at all."""
-    counts = {"trace": 0, "inferred": 0, "script": 0, "static": 0, "none": 0}
+    with inputs atenlint inferred ("inferred"), scripted, read from source, or not at all;
+    and, beside them (ARGUMENTS_INFERRED), how many were built with inferred arguments."""
+    counts = {"trace": 0, "inferred": 0, "script": 0, "static": 0, "none": 0, ARGUMENTS_INFERRED: 0}
     for capture in captures:
         answered = {cls.get("qualname") for cls in capture.classes}
         for cls in capture.classes:
             path = class_capture(cls)
             counts["inferred" if path == "trace" and cls.get("inputs_inferred") else path] += 1
+            if cls.get("arguments_inferred") and path in ("trace", "script"):
+                counts[ARGUMENTS_INFERRED] += 1
         if (
             not capture.classes
             and capture.outline is not None

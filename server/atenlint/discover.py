@@ -13,6 +13,7 @@ import io
 import os
 import re
 import stat
+import sys
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -201,9 +202,9 @@ def import_location(path: str, project_root: str | None = None) -> tuple[str, li
         parts.insert(0, os.path.basename(root))
         root = os.path.dirname(root)
     if project_root and root == directory:
-        shadowed = _own_package_name(path, stem, project_root)
-        if shadowed is not None:
-            return shadowed
+        in_package = _name_below_root(path, stem, project_root)
+        if in_package is not None:
+            return in_package
     roots = [root]
     if project_root:
         for extra in (project_root, os.path.join(project_root, "src")):
@@ -212,24 +213,77 @@ def import_location(path: str, project_root: str | None = None) -> tuple[str, li
     return ".".join(parts), roots
 
 
-def _own_package_name(path: str, stem: str, project_root: str) -> tuple[str, list[str]] | None:
-    """`mypkg/mypkg.py` in a folder without __init__.py, below the project root: imported
-    as `mypkg` with its folder first on sys.path, it would hide the namespace package
-    `mypkg` its own `from mypkg.layers import ...` needs. Python, run from the project
-    root, imports it as `mypkg.mypkg`: that name, with the root (never the folder) on
-    sys.path. None for any other file."""
+def _name_below_root(path: str, stem: str, project_root: str) -> tuple[str, list[str]] | None:
+    """The dotted name Python, run from the project root (or its src/), imports a file by
+    when its folder has no __init__.py but the file belongs to a package all the same:
+
+    - `mypkg/mypkg.py`: imported as `mypkg` with its folder first on sys.path, it would
+      hide the namespace package `mypkg` its own `from mypkg.layers import ...` needs;
+    - a file below a regular package (`dinov2/hub/text/x.py`, `dinov2/` and `hub/` with
+      an __init__.py): it is part of that package, and its package's `__init__.py` runs;
+    - a file with a relative import (`from .tower import Tower`): only a package module
+      can make one.
+
+    Its folder comes last on sys.path (a script's sibling imports), unless one of its
+    files would hide a namespace package of a root before it. None for any other file:
+    a script folder's file keeps its own name and folder (`tools/train.py` is `train`)."""
     for base in (os.path.join(project_root, "src"), project_root):
         base = os.path.abspath(base)
         if not os.path.isdir(base) or not path.startswith(base.rstrip(os.sep) + os.sep):
             continue
         parts = os.path.relpath(path, base)[: -len(".py")].split(os.sep)
-        if len(parts) > 1 and parts[0] == stem and all(part.isidentifier() for part in parts):
-            return ".".join(parts), [base] + [
-                os.path.abspath(extra)
-                for extra in (project_root, os.path.join(project_root, "src"))
-                if os.path.isdir(extra) and os.path.abspath(extra) != base
-            ]
+        if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+            return None
+        if parts[0] in sys.stdlib_module_names:
+            return None  # `test/x.py`: the dotted name would reach the standard library's package
+        folders = [os.path.join(base, *parts[:depth]) for depth in range(1, len(parts))]
+        if not (
+            parts[0] == stem
+            or any(os.path.isfile(os.path.join(folder, "__init__.py")) for folder in folders)
+            or _has_relative_import(path)
+        ):
+            return None
+        roots = [base] + [
+            os.path.abspath(extra)
+            for extra in (project_root, os.path.join(project_root, "src"))
+            if os.path.isdir(extra) and os.path.abspath(extra) != base
+        ]
+        folder = os.path.dirname(path)
+        if not _hides_namespace_package(folder, roots):
+            roots.append(folder)
+        return ".".join(parts), roots
     return None
+
+
+_RELATIVE_IMPORT_RE = re.compile(rb"^[ \t]*from[ \t]+\.", re.MULTILINE)
+
+
+def _has_relative_import(path: str) -> bool:
+    """Whether the file on disk has a `from .x import y` line (read, never parsed: a file
+    with a syntax error still has its name)."""
+    try:
+        return _RELATIVE_IMPORT_RE.search(read_regular_file(path)) is not None
+    except OSError:
+        return False
+
+
+def _hides_namespace_package(folder: str, roots: list[str]) -> bool:
+    """Whether a module or folder in `folder` has the name of a namespace package (a folder
+    without __init__.py) in `roots`: after them on sys.path, it would win the import of
+    that name, since a namespace portion only counts when no path entry has a module."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return True
+    for entry in entries:
+        name = entry.removesuffix(".py")
+        if not name.isidentifier() or name.startswith("__"):  # __pycache__, data files: not importable
+            continue
+        for root in roots:
+            candidate = os.path.join(root, name)
+            if os.path.isdir(candidate) and not os.path.isfile(os.path.join(candidate, "__init__.py")):
+                return True
+    return False
 
 
 @dataclass

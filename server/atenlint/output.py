@@ -6,6 +6,7 @@ import os
 from typing import Any, TypedDict
 
 from . import __version__
+from .answers import ARGUMENTS_INFERRED
 from .captured import CallSite
 from .findings import Finding
 from .formats.locations import contract_path
@@ -71,14 +72,17 @@ def classes_json(report: Report) -> dict[str, Any]:
         "static": by_capture.get("static", 0),
         "not_analysed": by_capture.get("none", 0),
         "static_after_timeout": by_capture.get(AFTER_TIMEOUT, 0),  # of "static": their file hit its time limit
+        # of "trace" and "script": built with constructor arguments atenlint inferred
+        "arguments_inferred": by_capture.get(ARGUMENTS_INFERRED, 0),
         "built": dict(report.built or {}),
     }
 
 
 def classes_summary(report: Report) -> str:
-    """`12 module classes: 3 traced, 2 traced with inferred inputs, 3 scripted, 4 from source only`."""
+    """`12 module classes: 3 traced, 2 traced with inferred inputs, 3 scripted, 4 from source only,
+    2 built with inferred arguments` (the last of those traced or scripted)."""
     by_capture = report.by_capture or {}
-    total = sum(n for key, n in by_capture.items() if key != AFTER_TIMEOUT) or report.classes
+    total = sum(n for key, n in by_capture.items() if key not in (AFTER_TIMEOUT, ARGUMENTS_INFERRED)) or report.classes
     parts = [
         f"{by_capture[key]} {word}"
         for key, word in (
@@ -94,6 +98,8 @@ def classes_summary(report: Report) -> str:
         timed_out = by_capture[AFTER_TIMEOUT]
         at = parts.index(f"{by_capture['static']} from source only")
         parts[at] += f" ({timed_out} of them after their file's time limit)"
+    if by_capture.get(ARGUMENTS_INFERRED):
+        parts.append(f"{by_capture[ARGUMENTS_INFERRED]} built with inferred arguments")
     cpu = sum(n for path, n in (report.built or {}).items() if path.startswith("cpu"))
     if cpu:
         parts.append(f"{cpu} built on the CPU")

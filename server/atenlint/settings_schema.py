@@ -235,8 +235,11 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         default=True,
         example="false",
         description="A class with no configured `inputs` is traced with example inputs atenlint infers from "
-        "its code (signature, first layer, sizes it declares; at most 3 classes a file), and the output says "
-        "so. `false`: such classes are scripted or read from source, as without inputs.",
+        "its code (signature, first layer, sizes it declares; at most 3 classes a file), and a class whose "
+        "constructor needs arguments, with no `init` or factory configured, is built with arguments inferred "
+        "from calls of it in the project or from its parameters' names; the output says so. A front end's "
+        "failure on a guess is never reported as your code's. `false`: such classes are scripted or read "
+        "from source, as without inputs, and classes that need arguments are not built.",
     ),
     SettingSpec(
         "onnx_exporter",

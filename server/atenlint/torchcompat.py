@@ -997,6 +997,9 @@ LAZY_FRONT_ENDS = (
     "torch.jit._trace",
     "torch.utils._python_dispatch",
 )
+# The one front end `torch.jit.trace` needs (the TorchScript exporters' view of a class with
+# example inputs): imported at worker start, the others only when a request needs them.
+JIT_TRACE_FRONT_END = "torch.jit._trace"
 
 
 def fake_tensor_logger() -> logging.Logger:
@@ -1155,3 +1158,16 @@ def inductor_tables(devices: Sequence[str] = ("cpu", "cuda")) -> InductorTables:
         )
         _INDUCTOR.append(tables)
         return tables
+
+
+def python_decomposition(op: Any) -> Callable[..., Any] | None:
+    """The Python kernel torch registers for an op's Autograd (else CompositeImplicitAutograd)
+    key (`OpOverload.py_kernels`, from `py_impl`: `upsample_bilinear2d`'s decomposition),
+    which AOTAutograd's tracer runs with the Python dispatcher on; None without one (or on a
+    torch without Python kernels)."""
+    kernels = getattr(op, "py_kernels", None)
+    if not isinstance(kernels, dict):
+        return None
+    by_name = {getattr(key, "name", str(key)): kernel for key, kernel in kernels.items()}
+    kernel = by_name.get("Autograd") or by_name.get("CompositeImplicitAutograd")
+    return kernel if callable(kernel) else None

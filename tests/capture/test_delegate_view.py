@@ -153,3 +153,48 @@ def test_a_redecomposition_of_an_unchanged_graph_is_skipped_only_when_nothing_is
         assert not any(n.target == torch.ops.aten.hardswish.default for n in decomposed.graph.nodes)
         assert decomposed.run_decompositions(table) is decomposed  # nothing of the table is left
     assert decomposed.run_decompositions(table) is not decomposed  # outside, torch retraces
+
+
+def test_the_edge_dialect_table_parsed_by_libyaml_is_what_ruamel_reads() -> None:
+    """The installed executorch's edge.yaml, read through the fast path executorch's import
+    takes, is the data ruamel.yaml's own parser gives; outside it, ruamel.yaml is itself."""
+    yaml = pytest.importorskip("yaml")
+    if not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML without libyaml: the fast path is not taken")
+    from importlib import resources
+
+    from ruamel.yaml import YAML
+
+    from atenlint.capture.delegate_view import _edge_table_parsed_by_libyaml
+
+    text = resources.files("executorch.exir.dialects.edge").joinpath("edge.yaml").read_text(encoding="utf-8")
+    original = YAML.load
+    with _edge_table_parsed_by_libyaml():
+        assert YAML.load is not original
+        fast = YAML(typ="safe").load(text)
+    assert YAML.load is original
+    assert fast == YAML(typ="safe").load(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "alike"),
+    [
+        ("- inherits: aten::abs\n  type_alias: {T0: [Bool, Float]}\n", True),
+        ("key: on\n", False),  # a bool to PyYAML (YAML 1.1), a string to ruamel.yaml (1.2)
+        ("key: 0o17\n", False),  # a string to YAML 1.1, an int to 1.2
+        ("key: 1e3\n", False),  # a string to YAML 1.1, a float to 1.2
+        ("key: '12'\n", False),  # quoted: a string to both, refused all the same (safe side)
+        ("key: 12\n", False),
+        ("key: ~\n", False),
+    ],
+)
+def test_only_documents_both_yaml_versions_read_alike_take_the_fast_path(text: str, alike: bool) -> None:
+    yaml = pytest.importorskip("yaml")
+    from ruamel.yaml import YAML
+
+    from atenlint.capture.delegate_view import _reads_alike_in_yaml_1_2
+
+    assert _reads_alike_in_yaml_1_2(yaml.safe_load(text)) is alike
+    if not alike:
+        return
+    assert yaml.safe_load(text) == YAML(typ="safe").load(text)

@@ -158,3 +158,60 @@ def test_scalar_arguments_dynamo_specialises_on_are_recompile_notes():
         assert len(compiled) == 3
     finally:
         torch._dynamo.reset()
+
+
+TWO_BREAKS_ON_ONE_LINE = """import torch
+
+
+class TwoOnOneLine(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        values = y.tolist() + [(y + 1).sum().item()]
+        return y + len(values)
+"""
+
+
+def test_two_breaks_on_one_line_are_both_reported(engine, tmp_path):
+    """Dynamo splits `values = y.tolist() + [(y + 1).sum().item()]` twice on one line; the
+    report keeps one diagnostic per line and code, so the one finding there names both."""
+    from atenlint.targets.compile import BREAK
+    from support import check_json
+
+    (tmp_path / "two_breaks.py").write_text(TWO_BREAKS_ON_ONE_LINE)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.atenlint]\ntargets = ["compile"]\ninfer-inputs = false\n'
+        '[tool.atenlint.modules."two_breaks.TwoOnOneLine"]\ninputs = "torch.ones(2, 3)"\n'
+    )
+    found = [f for f in check_json(engine, str(tmp_path)) if f["target"] == "compile" and f["code"] == BREAK]
+    namespace: dict = {}
+    exec(compile(TWO_BREAKS_ON_ONE_LINE, str(tmp_path / "two_breaks.py"), "exec"), namespace)  # noqa: S102
+    real = torch._dynamo.explain(namespace["TwoOnOneLine"]())(torch.ones(2, 3))
+    torch._dynamo.reset()
+    lines = {reason.user_stack[-1].lineno for reason in real.break_reasons}
+    assert len(real.break_reasons) == 2 and lines == {7}
+    (finding,) = found
+    assert finding["range"]["start"]["line"] + 1 == 7
+    for reason in real.break_reasons:
+        assert reason.reason.strip().splitlines()[0] in finding["message"]
+
+
+class _Selected(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        kept = torch.nonzero(y > 1)
+        return kept.float().sum() + y.sum()
+
+
+def test_an_op_with_a_value_dependent_size_is_said_as_such():
+    """Dynamo's "Dynamic shape operator" (nonzero, masks, unique): the words say which
+    config keeps it in the graph, from Dynamo's own hint, at explain's line."""
+    from atenlint.targets.compile import user_words
+
+    x = torch.tensor([[0.0, 1.0, 2.0]])
+    answer = dynamo_breaks(_Selected(), (x,), {}, inductor=False)
+    ours = [(b["reason"], b["site"]["line"]) for b in answer["breaks"]]
+    assert ours == _explain(_Selected(), x)
+    ((reason, _),) = ours
+    (found,) = answer["breaks"]
+    assert "capture_dynamic_output_shape_ops" in found["details"]
+    assert "capture_dynamic_output_shape_ops" in user_words(f"{reason}\n{found['details']}")

@@ -42,6 +42,15 @@ class Clean(nn.Module):
         return torch.softmax(F.gelu(self.norm(self.lin(x))), -1) + x.mean()
 
 
+class Resized(nn.Module):
+    """Bilinear resizing (torchvision's detection transforms): `upsample_bilinear2d` has no
+    lowering, but a Python Autograd kernel that AOTAutograd's tracer runs, so Inductor never
+    sees it."""
+
+    def forward(self, x):
+        return F.interpolate(x.reshape(1, 1, 4, 4), size=(8, 8), mode="bilinear", align_corners=False)
+
+
 def _base(op: str) -> str:
     return op.split(".")[1]  # "aten.sort.stable" -> "sort"
 
@@ -140,3 +149,46 @@ def test_the_target_reports_fallbacks_as_information_naming_the_devices():
         assert result.code == FALLBACK and result.severity == "information" and result.site == site
         assert "no cpu lowering for `aten.sort.stable`" in result.message and "lacks SORT" in result.message
         assert "`aten.sort.default` decomposes to it" in result.message
+
+
+TWO_FALLBACKS_ON_ONE_LINE = """import torch
+from torch import nn
+
+
+class TwoOnOneLine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return torch.cumsum(torch.cdist(y, y), dim=1)
+"""
+
+
+@pytest.mark.timeout(600)
+def test_two_fallbacks_on_one_line_are_both_reported(engine, tmp_path):
+    """A line whose call runs two ops Inductor leaves to eager kernels (a library model called
+    on one line holds many): the report keeps one diagnostic per line and code, so the one
+    finding there names both, as the real Inductor creates both."""
+    from support import check_json
+
+    (tmp_path / "two_fallbacks.py").write_text(TWO_FALLBACKS_ON_ONE_LINE)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.atenlint]\ntargets = ["compile"]\ninfer-inputs = false\n'
+        '[tool.atenlint.modules."two_fallbacks.TwoOnOneLine"]\ninputs = "torch.randn(4, 4)"\n'
+    )
+    found = [f for f in check_json(engine, str(tmp_path)) if f["target"] == "compile" and f["code"] == FALLBACK]
+    namespace: dict = {}
+    exec(compile(TWO_FALLBACKS_ON_ONE_LINE, str(tmp_path / "two_fallbacks.py"), "exec"), namespace)  # noqa: S102
+    real = _inductor_cpu(namespace["TwoOnOneLine"])
+    assert real == {"_cdist_forward", "cumsum"}
+    (finding,) = found
+    assert finding["range"]["start"]["line"] + 1 == 12
+    assert "no cpu and cuda lowering for `aten._cdist_forward" in finding["message"]
+    assert "no cpu lowering for `aten.cumsum" in finding["message"] and "SCAN" in finding["message"]
+
+
+@pytest.mark.timeout(600)
+def test_an_op_decomposed_by_its_python_autograd_kernel_is_no_fallback():
+    assert _atenlint_cpu(Resized) == {} and _inductor_cpu(Resized) == set()

@@ -35,9 +35,10 @@ SOURCE = """
 
 
     class NotBuilt(nn.Module):
-        def __init__(self, size):
+        def __init__(self, checkpoint):  # a file: no inferred argument can stand in for it
             super().__init__()
-            self.lin = nn.Linear(size, size)
+            self.lin = nn.Linear(8, 8)
+            self.load_state_dict(torch.load(checkpoint))
 
         def forward(self, x):
             return self.lin(x).sigmoid()

@@ -42,14 +42,27 @@ BUILD_CPU = "cpu"  # built on the CPU at the configured sizes (meta could not), 
 
 def missing_package(error: BaseException, roots: tuple[Any, ...] = ()) -> str | None:
     """The top-level package a ModuleNotFoundError names, unless it is the user's own (a
-    folder or file of that name in the project's roots: a path problem, not an install)."""
+    folder or file of that name in the project's roots: a path problem, not an install) or
+    an installed package that lacks the submodule (`transformers.models.x` from another
+    release: installing it again would not help)."""
     if not (isinstance(error, ModuleNotFoundError) and error.name):
         return None
     top = error.name.split(".")[0]
     for root in roots:
         if os.path.isdir(os.path.join(root, top)) or os.path.isfile(os.path.join(root, top + ".py")):
             return None
+    if top != error.name and _installed(top):
+        return None
     return top
+
+
+def _installed(name: str) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken or half-imported package
+        return False
 
 
 class CallArguments(tuple[Any, ...]):

@@ -77,10 +77,20 @@ def partitioner(name: str) -> Any:
     """A fresh instance of the delegate's partitioner, with its defaults."""
     module_name, class_name = PARTITIONERS[name]
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        cls = getattr(_import_executorch(module_name), class_name)
     except Exception as error:  # noqa: BLE001 - a delegate the wheel cannot load here
         raise DelegateUnavailable(f"{module_name}.{class_name}: {type(error).__name__}: {error}"[:300]) from None
     return cls()
+
+
+def preload(name: str) -> None:
+    """Import what the delegate's view runs (its partitioner, executorch's `to_edge`)
+    without running it: most of a first delegate view's cost, which a worker pays once
+    before it forks its files' children. A delegate that cannot load here says so when
+    its view runs."""
+    with contextlib.suppress(DelegateUnavailable, ImportError):
+        partitioner(name)
+        _import_executorch("executorch.exir.program._program")
 
 
 def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
@@ -88,7 +98,7 @@ def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
     Raises DelegateUnavailable when the partitioner cannot run, any other error when
     to_edge itself fails on the program (the caller reports it as the view's failure)."""
     try:
-        program = importlib.import_module("executorch.exir.program._program")
+        program = _import_executorch("executorch.exir.program._program")
         config = importlib.import_module("executorch.exir").EdgeCompileConfig()
         edge_for = program._gen_edge_manager_for_partitioners
     except (ImportError, AttributeError) as error:
@@ -121,6 +131,82 @@ def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
     for node in edge.graph_module.graph.nodes:  # constants the partitioner tagged too
         node.meta.pop("delegation_tag", None)
     return out
+
+
+# The module whose import parses executorch's edge dialect table (exir/dialects/edge/edge.yaml).
+_EDGE_OPS = "executorch.exir.dialects.edge._ops"
+
+
+def _import_executorch(module_name: str) -> Any:
+    """`importlib.import_module` of an executorch module; the first one that loads the edge
+    dialect parses its table with libyaml where that gives what executorch's own parser
+    gives (`_edge_table_parsed_by_libyaml`)."""
+    if _EDGE_OPS in sys.modules:
+        return importlib.import_module(module_name)
+    with _edge_table_parsed_by_libyaml():
+        return importlib.import_module(module_name)
+
+
+@contextlib.contextmanager
+def _edge_table_parsed_by_libyaml() -> Any:
+    """While executorch imports its edge dialect, its `ruamel.yaml` safe load of a text is
+    answered by PyYAML's C loader, when that is installed and its result is one the YAML 1.2
+    parser reads the same (`_reads_alike_in_yaml_1_2`); anything else goes to ruamel.yaml
+    itself. The edge table (140 KB) is the largest part of importing executorch's exir on
+    each worker start (1.2 s on 2 loaded cores in ruamel.yaml's pure-Python parser, a
+    quarter of that in libyaml); the result is the same data, from the same file."""
+    try:  # optional packages without type information: imported by name, used as Any
+        yaml = importlib.import_module("yaml")
+        parser_class = importlib.import_module("ruamel.yaml").YAML
+        fast_loader = yaml.CSafeLoader
+    except (ImportError, AttributeError):
+        yield
+        return
+    original = parser_class.load
+
+    def load(self: Any, stream: Any) -> Any:
+        if isinstance(stream, str) and list(getattr(self, "typ", None) or ()) == ["safe"]:
+            try:
+                data = yaml.load(stream, Loader=fast_loader)  # the C *safe* loader
+            except yaml.YAMLError:
+                data = None
+            else:
+                if _reads_alike_in_yaml_1_2(data):
+                    return data
+        return original(self, stream)
+
+    parser_class.load = load
+    try:
+        yield
+    finally:
+        parser_class.load = original
+
+
+# Plain scalars YAML 1.2's core schema (ruamel.yaml's) reads as something other than a string,
+# where YAML 1.1 (PyYAML's) may read a string: `0o17`, `1e3`, `.5`.
+_YAML_1_2_NOT_STRING = re.compile(
+    r"null|Null|NULL|~|true|True|TRUE|false|False|FALSE"
+    r"|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+    r"|[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
+)
+
+
+def _reads_alike_in_yaml_1_2(data: Any) -> bool:
+    """Whether both YAML versions read the document as `data`: mappings, lists and strings
+    only (any other scalar may be typed differently: `on` is a bool in 1.1, a string in
+    1.2), none of which 1.2 would type (a string that was quoted is refused too: fine)."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif not isinstance(value, str) or _YAML_1_2_NOT_STRING.fullmatch(value):
+            return False
+    return True
 
 
 def _uses_any_of() -> Any:

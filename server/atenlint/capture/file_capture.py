@@ -58,6 +58,7 @@ from .loader import (
     build,
     current_build,
     import_file,
+    import_stand_ins,
     last_build,
     module_classes,
     user_import_context,
@@ -105,6 +106,14 @@ def capture_file(request: AnalyseParams, on_partial: PartialCallback | None = No
             if isinstance(error, KeyboardInterrupt):
                 raise
             answer["import_error"] = _import_error(error, path, request.get("roots", []))
+        stand_ins = import_stand_ins()
+        if module is not None and stand_ins:
+            # A package's __init__.py needs a package that is not installed; the file was
+            # imported without running it: the note says so (ATL002, information).
+            answer["import_error"] = {
+                **_import_error(stand_ins[0].error, path, request.get("roots", [])),
+                "stood_in": [stand_in.package for stand_in in stand_ins],
+            }
         if module is not None:
             found = [(q, c) for q, c in module_classes(module, candidates) if q not in skip]
             budget = _inference_budget(request.get("infer_inputs", True))
@@ -349,6 +358,12 @@ class _ClassCapture:
         # Inputs atenlint inferred (no `inputs` configured) and saw run: their expression.
         # A failure with them is never a finding (they were a guess): that view falls back.
         self.inferred: str | None = None
+        # Constructor arguments atenlint inferred (nothing configured says how to build the
+        # class): the call used. Like inferred inputs, a guess: a front end that fails on the
+        # class built this way is no finding, and what it could not analyse is reported as
+        # not built (`_unbuilt_into`), as it was before arguments were inferred.
+        self.arguments_inferred: str | None = None
+        self._arguments_needed: tuple[list[str], str] = ([], "")  # the constructor's missing, signature
         self._deferred = False  # inference waits for TorchScript to fail first
         self._record: BuildRecord | None = None  # this class's build (the inputs' `model`)
         self._dispatch: tuple[list[CapturedOp], Any] | None = None  # entries, trace notes
@@ -367,8 +382,18 @@ class _ClassCapture:
             from .export_decompose import set_executorch_changes
 
             set_executorch_changes(self.graph_options["executorch_decompositions"])
+        # Arguments are guessed only where inputs may be (`infer-inputs`) and the class has
+        # no inputs of its own: inputs written for a configured build would not fit a guess.
+        infer_arguments = self.budget is not None and not self.config.get("inputs") and not self.config.get("kwargs")
         try:
-            self.instance = build(self.cls, self.module, self.config.get("init"), dict(self.config))
+            self.instance = build(
+                self.cls,
+                self.module,
+                self.config.get("init"),
+                dict(self.config),
+                infer_arguments=infer_arguments,
+                roots=_request_roots,
+            )
         except BuildFailure as failure:
             self.build_error = cast("BuildError", failure.as_json())  # loader.py's record, untyped there
         record = last_build()
@@ -376,6 +401,9 @@ class _ClassCapture:
             # which build worked: meta, meta + moved, CPU
             self.build_record = (record.path, record.moved[:10])
             self._record = record
+            if record.arguments is not None:
+                self.arguments_inferred = record.arguments
+                self._arguments_needed = (list(record.missing), record.signature)
         wants_trees = any(v != SCRIPT_VIEW for v in self.views)
         if self.budget is not None and self.instance is not None and not self.config.get("inputs") and wants_trees:
             self._infer_within_budget(scripted_first=True)
@@ -427,8 +455,10 @@ class _ClassCapture:
         if key:
             captured["key"] = key
         _drop_fast_paths_off_device(captured)
-        if self.build_record is not None:
+        if self.build_record is not None and captured.get("status") != STATUS_BUILD_FAILED:
             captured["build"], captured["moved_to_meta"] = self.build_record
+            if self.arguments_inferred is not None:
+                captured["arguments_inferred"] = self.arguments_inferred
         captured["seconds"] = self.seconds
         return captured
 
@@ -489,6 +519,12 @@ class _ClassCapture:
         if scripted is None:
             failure = self._script_failure
             assert failure is not None
+            if self.arguments_inferred is not None:
+                # Built with guessed arguments: TorchScript's refusal may be the guess's.
+                if result.get("capture") != CAPTURE_TRACE:
+                    self._unbuilt_into(result, views)
+                    return
+                record_failure = False
             if record_failure:
                 if result.get("capture") == CAPTURE_TRACE:
                     result["script_error"] = failure.as_json()  # the torchscript verdict; the trace stands
@@ -521,6 +557,28 @@ class _ClassCapture:
         result["ops"] = result.get("ops", []) + _script_entries(captured.ops, views)
         if result.get("capture") == CAPTURE_TRACE:
             result.setdefault("fallback", {}).update({v: CAPTURE_SCRIPT for v in views})
+
+    def _unbuilt_into(self, result: ClassAnswer, views: tuple[str, ...]) -> None:
+        """A class built with guessed arguments that neither a trace nor TorchScript could
+        analyse: reported as not built (its constructor needs arguments), read from source,
+        exactly as when no arguments were guessed."""
+        missing, signature = self._arguments_needed
+        result["status"] = STATUS_BUILD_FAILED
+        result["build_error"] = {
+            "message": f"its constructor needs {', '.join(missing)} (with the arguments atenlint inferred, "
+            f"`{self.arguments_inferred}`, TorchScript could not compile it: a guess proves nothing)",
+            "missing": missing,
+            "signature": signature,
+            "kind": "arguments",
+            "package": None,
+            "site": None,
+        }
+        result.pop("script_error", None)
+        result.pop("capture", None)
+        result.pop("fallback", None)
+        result.pop("unresolved_calls", None)
+        result.pop("submodules", None)
+        self._static_into(result, views)
 
     def _compile(self) -> CompileAnswer:
         """The compile view (capture/dynamo_view.py): Dynamo on real CPU tensors with the

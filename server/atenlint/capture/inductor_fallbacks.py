@@ -164,6 +164,7 @@ class _Leaves(torchcompat.TorchDispatchMode):  # type: ignore[no-untyped-call]  
         super().__init__()  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
         self.decompositions = decompositions
         self.found: list[Any] = []
+        self.in_python_kernel: set[Any] = set()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -174,6 +175,20 @@ class _Leaves(torchcompat.TorchDispatchMode):  # type: ignore[no-untyped-call]  
                 out = decomposition(*args, **kwargs)
             if out is not NotImplemented:
                 return out if target is func else func(*args, **kwargs)
+        # AOTAutograd traces with the Python dispatcher on, so an op's Python Autograd kernel
+        # (`upsample_bilinear2d`'s) decomposes it before Inductor sees it; a mode runs below
+        # the Autograd key, so that kernel is called here (once per op on the stack: a kernel
+        # that redispatches to its own op leaves it as it is).
+        python_kernel = torchcompat.python_decomposition(func) if func not in self.in_python_kernel else None
+        if python_kernel is not None:
+            self.in_python_kernel.add(func)
+            try:
+                with self:
+                    out = python_kernel(*args, **kwargs)
+            finally:
+                self.in_python_kernel.discard(func)
+            if out is not NotImplemented:
+                return out
         if torchcompat.op_has_kernel(func, "CompositeImplicitAutograd"):
             with self:
                 out = func.decompose(*args, **kwargs)
@@ -227,6 +242,7 @@ def _decompose(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], table: di
         op not in table
         and _functional(op) not in table
         and not torchcompat.op_has_kernel(op, "CompositeImplicitAutograd")
+        and torchcompat.python_decomposition(op) is None
     ):
         leaf = _functional(op)  # nothing decomposes it: the op itself is the leaf
         return (leaf,) if _returns_tensor(leaf) else ()

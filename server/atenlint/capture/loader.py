@@ -15,7 +15,7 @@ import inspect
 import linecache
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,7 @@ class _WorkspaceFinder(importlib.abc.MetaPathFinder):
 
 _PROTECTED: set[str] = set()
 _ACTIVE_OVERLAYS: dict[str, str] = {}
+_ACTIVE_ROOTS: list[str] = []
 
 
 def protect_loaded_modules() -> None:
@@ -165,11 +166,21 @@ def user_import_context(
     sys.meta_path.insert(0, finder)
     importlib.invalidate_caches()
     previous_overlays = dict(_ACTIVE_OVERLAYS)
+    previous_roots = list(_ACTIVE_ROOTS)
+    previous_stand_ins = list(_STAND_INS)
     _ACTIVE_OVERLAYS.clear()
     _ACTIVE_OVERLAYS.update(finder.overlays)
+    _ACTIVE_ROOTS[:] = roots
+    _STAND_INS.clear()
     try:
         yield
     finally:
+        _remove_stand_ins(_STAND_INS)
+        if imported is not None:
+            # The __init__.py files that were not run: installing or fixing them changes the answer.
+            imported.extend(stand_in.file for stand_in in _STAND_INS)
+        _STAND_INS[:] = previous_stand_ins
+        _ACTIVE_ROOTS[:] = previous_roots
         _ACTIVE_OVERLAYS.clear()
         _ACTIVE_OVERLAYS.update(previous_overlays)
         if finder in sys.meta_path:
@@ -231,8 +242,15 @@ def import_file(module_name: str, path: str, overlays: dict[str, Any] | None = N
     library's module back afterwards.
     """
     path = os.path.abspath(path)
+    try:
+        return _import_file_once(module_name, path, overlays)
+    except ModuleNotFoundError as error:
+        return _import_past_failing_packages(module_name, path, overlays, error)
+
+
+def _import_file_once(module_name: str, path: str, overlays: dict[str, Any] | None) -> Any:
     existing = sys.modules.get(module_name)
-    if existing is not None and _origin(existing) == path:
+    if existing is not None and _origin(existing) == path and not is_stand_in(existing):
         return existing
     if is_protected_name(module_name) or existing is not None:
         return _exec_shadowing(module_name, path, overlays)
@@ -241,6 +259,138 @@ def import_file(module_name: str, path: str, overlays: dict[str, Any] | None = N
         # Another file of the same name shadows it on sys.path; load the one we were asked for.
         module = _exec_shadowing(module_name, path, overlays)
     return module
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A package of the user's whose `__init__.py` was not run for this analysis: it (or a
+    parent's) imports `missing`, which is not installed, and the analysed file is one of its
+    submodules. `error` is what its import raised; `file` its `__init__.py`."""
+
+    package: str
+    missing: str
+    file: str
+    error: ModuleNotFoundError
+    module: Any = field(repr=False, compare=False)
+
+
+_STAND_INS: list[StandIn] = []
+_STAND_IN_MARK = "__atenlint_stand_in__"
+
+
+def import_stand_ins() -> list[StandIn]:
+    """The packages stood in by a bare package module in the current `user_import_context`
+    (empty when every package imported as itself)."""
+    return list(_STAND_INS)
+
+
+def is_stand_in(module: Any) -> bool:
+    """Whether `module` is atenlint's bare stand-in for a package, not the package itself."""
+    try:
+        return isinstance(getattr(module, _STAND_IN_MARK, None), str)
+    except Exception:  # noqa: BLE001 - a module with a broken __getattr__ is not ours
+        return False
+
+
+def _import_past_failing_packages(
+    module_name: str, path: str, overlays: dict[str, Any] | None, first: ModuleNotFoundError
+) -> Any:
+    """Import `module_name` when a package above it cannot be imported because its
+    `__init__.py` (or what that imports) needs a package that is not installed: CLIP's
+    `clip/__init__.py` imports PIL, `clip/model.py` only torch. The failing packages are
+    stood in by bare package modules (their folder, no `__init__.py` run), one level at a
+    time, as far as the failures go; then the file itself is imported. When it still fails
+    (the file itself needs the package, or a name its package's `__init__.py` defines), the
+    first error is raised: the one Python gives."""
+    from .building import missing_package
+
+    error = first
+    added: list[StandIn] = []
+    for _ in range(module_name.count(".")):
+        package = _failing_ancestor(module_name)
+        missing = missing_package(error, tuple(_ACTIVE_ROOTS))
+        stand_in = _install_stand_in(package, missing, error) if package and missing else None
+        if stand_in is None:
+            break
+        added.append(stand_in)
+        try:
+            module = _import_file_once(module_name, path, overlays)
+        except ModuleNotFoundError as again:
+            error = again
+            continue
+        except KeyboardInterrupt:
+            _remove_stand_ins(added)
+            raise
+        except BaseException:  # noqa: BLE001 - what the stand-in changed is not Python's answer
+            break
+        _STAND_INS.extend(added)
+        return module
+    _remove_stand_ins(added)
+    raise first
+
+
+def _failing_ancestor(module_name: str) -> str | None:
+    """The outermost package above `module_name` that is not in sys.modules after a failed
+    import: the one whose `__init__.py` raised (Python drops a module that fails)."""
+    parts = module_name.split(".")
+    for depth in range(1, len(parts)):
+        name = ".".join(parts[:depth])
+        if name not in sys.modules:
+            return name
+    return None
+
+
+def _install_stand_in(package: str, missing: str, error: ModuleNotFoundError) -> StandIn | None:
+    """A bare module for `package` in sys.modules: its spec, `__file__` and `__path__` (so
+    its submodules import from its folder), its `__init__.py` not run. None when it is not
+    a regular package of the user's roots."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None or not spec.submodule_search_locations:
+        return None
+    origin = os.path.abspath(spec.origin)
+    roots = tuple(root + os.sep for root in _ACTIVE_ROOTS)
+    if os.path.basename(origin) != "__init__.py" or not origin.startswith(roots) or is_library_file(origin):
+        return None
+    module = importlib.util.module_from_spec(spec)
+    setattr(module, _STAND_IN_MARK, missing)
+    module.__doc__ = (
+        f"atenlint's stand-in for the package {package!r}: its __init__.py was not run (it needs {missing!r})"
+    )
+
+    def __getattr__(name: str) -> Any:  # the module-level hook of PEP 562
+        raise AttributeError(
+            f"module {package!r} has no attribute {name!r}: atenlint stood it in for the package, whose "
+            f"__init__.py was not run (it needs `{missing}`, which is not installed)"
+        )
+
+    setattr(module, "__getattr__", __getattr__)  # noqa: B010 - a module attribute, not a method
+    for name in [n for n in sys.modules if n.startswith(package + ".")]:
+        # Submodules the failed attempt imported belong to the package that failed: imported again below.
+        if _origin(sys.modules[name]).startswith(os.path.dirname(origin) + os.sep):
+            sys.modules.pop(name, None)
+    sys.modules[package] = module
+    parent_name, _, child = package.rpartition(".")
+    parent = sys.modules.get(parent_name) if parent_name else None
+    if parent is not None:
+        setattr(parent, child, module)
+    return StandIn(package, missing, origin, error, module)
+
+
+def _remove_stand_ins(stand_ins: list[StandIn]) -> None:
+    for stand_in in reversed(stand_ins):
+        _remove_stand_in(stand_in)
+
+
+def _remove_stand_in(stand_in: StandIn) -> None:
+    if sys.modules.get(stand_in.package) is stand_in.module:
+        del sys.modules[stand_in.package]
+    parent_name, _, child = stand_in.package.rpartition(".")
+    parent = sys.modules.get(parent_name) if parent_name else None
+    if parent is not None and getattr(parent, child, None) is stand_in.module:
+        delattr(parent, child)
 
 
 def _origin(module: Any) -> str:
@@ -395,6 +545,11 @@ class BuildRecord:
     config: dict[str, Any]
     path: str
     moved: list[Any] = field(default_factory=list)
+    # Built with constructor arguments atenlint inferred (constructor_args.py): the call used,
+    # and what the constructor needs (for the report when the guess cannot be analysed).
+    arguments: str | None = None
+    missing: list[str] = field(default_factory=list)
+    signature: str = ""
 
 
 # The trace path asks for inputs by expression only; the build it follows is kept here.
@@ -420,12 +575,24 @@ def current_build(record: BuildRecord | None) -> Iterator[None]:
         _last_build = saved
 
 
-def build(cls: type, module: Any, init: str | None, config: dict[str, Any] | None = None) -> torch.nn.Module:
+def build(
+    cls: type,
+    module: Any,
+    init: str | None,
+    config: dict[str, Any] | None = None,
+    *,
+    infer_arguments: bool = False,
+    roots: Sequence[str] = (),
+) -> torch.nn.Module:
     """An instance of `cls` whose parameters live on the meta device (no memory, no data).
 
     `init` is an expression, a `pkg.module:function` reference, or None (the factories
     file, then the config-class guess, then `cls()`). When meta cannot run the
-    constructor, it is built on the CPU under a memory cap and moved to meta."""
+    constructor, it is built on the CPU under a memory cap and moved to meta.
+
+    `infer_arguments`: when nothing says how to build a class whose constructor needs
+    arguments, try the calls `constructor_args.candidates` infers (call sites in `roots`,
+    then name rules) in their order, and keep the first that builds; the record says so."""
     from .building import (
         BUILD_CPU,
         BUILD_META,
@@ -458,6 +625,8 @@ def build(cls: type, module: Any, init: str | None, config: dict[str, Any] | Non
     if function is None and init is None and missing:
         init = config_factory(cls, module, missing)
         if init is None:
+            if infer_arguments:
+                return _build_inferred(cls, module, config, missing, signature, roots)
             raise BuildFailure(f"its constructor needs {', '.join(missing)}", missing, signature, kind="arguments")
     namespace = dict(vars(module))
     namespace.setdefault("torch", torch)
@@ -525,6 +694,82 @@ def build(cls: type, module: Any, init: str | None, config: dict[str, Any] | Non
         path = BUILD_META_MOVED
     _last_build = BuildRecord(cls, module, instance, config, path, moved)
     return instance
+
+
+# Inferred arguments are small: a guess that meta cannot build gets this much memory on the
+# CPU, for at most this many of its candidates (the others are tried on meta only).
+INFERRED_CPU_BUILD_MB = 512
+INFERRED_CPU_BUILDS = 2
+
+
+def _build_inferred(
+    cls: type, module: Any, config: dict[str, Any], missing: list[str], signature: str, roots: Sequence[str]
+) -> torch.nn.Module:
+    """The first of the inferred constructor calls that builds an nn.Module, on meta (or, for
+    a constructor meta cannot run, on the CPU under a small cap), in the candidates' order;
+    BuildFailure "arguments" (as with no inference) when none does."""
+    from .building import BUILD_CPU, BUILD_META, BUILD_META_MOVED, memory_cap, missing_package, move_to_meta
+    from .constructor_args import candidates, evaluate_call
+
+    global _last_build
+    try:
+        tried = candidates(cls, module, roots, _ACTIVE_OVERLAYS)
+    except Exception:  # noqa: BLE001 - a class whose source or signature cannot be read: no guess
+        tried = []
+    cpu_builds = 0
+    for candidate in tried:
+        path = BUILD_META
+        try:
+            with torch.device("meta"):
+                instance = evaluate_call(candidate.expression, cls, module)
+        except Exception as error:  # noqa: BLE001 - a guess the constructor refuses: the next one
+            package = missing_package(error)
+            if package is not None:
+                raise BuildFailure(
+                    f"building it imports `{getattr(error, 'name', package)}`, which is not installed",
+                    [],
+                    signature,
+                    kind="missing_package",
+                    package=package,
+                    site=_user_site(error),
+                ) from None
+            if cpu_builds >= INFERRED_CPU_BUILDS or not _meta_cannot_run(error):
+                continue
+            cpu_builds += 1
+            try:
+                with memory_cap(INFERRED_CPU_BUILD_MB):
+                    instance = evaluate_call(candidate.expression, cls, module)
+            except Exception:  # noqa: BLE001, S112 - the guess fails on the CPU too: the next one
+                continue
+            path = BUILD_CPU
+        if not isinstance(instance, torch.nn.Module):
+            continue
+        try:
+            moved = move_to_meta(instance)
+        except Exception:  # noqa: BLE001 - tensors that refuse to move: script capture does not need them
+            moved = []
+        if moved and path == BUILD_META:
+            path = BUILD_META_MOVED
+        _last_build = BuildRecord(
+            cls,
+            module,
+            instance,
+            config,
+            path,
+            moved,
+            arguments=candidate.expression,
+            missing=missing,
+            signature=signature,
+        )
+        return instance
+    tried_note = f" (none of {len(tried)} inferred argument sets built it)" if tried else ""
+    raise BuildFailure(f"its constructor needs {', '.join(missing)}{tried_note}", missing, signature, kind="arguments")
+
+
+def _meta_cannot_run(error: BaseException) -> bool:
+    """A failure of the meta device itself (`.item()`, numpy, a kernel without a meta
+    implementation), not of the arguments: the CPU may build it."""
+    return isinstance(error, NotImplementedError) or "meta" in str(error).lower()
 
 
 class _Declined(Exception):

@@ -49,7 +49,12 @@ _SKIPPED = (
     "a function torch.compile is told to skip (torch.compiler.disable, or code Dynamo "
     "does not trace) runs eagerly, outside the graph"
 )
+_DYNAMIC_SHAPE = (
+    "an op whose output size depends on a tensor's values (`nonzero`, boolean-mask indexing, "
+    "`unique`, `bincount`); Dynamo's `capture_dynamic_output_shape_ops` config set to True keeps it in the graph"
+)
 _USER_WORDS = (
+    (r"Dynamic shape operator|output shape depends on", _DYNAMIC_SHAPE),
     (r"generic_jump|data-dependent branching|jump.*tensor", _BRANCH),
     (r"Tensor\.item\(\)", _ITEM),
     (r"tolist", "`.tolist()` takes Python values out of a tensor"),
@@ -107,7 +112,9 @@ class CompileTarget(Target):
             key = (site["file"], site["line"], found.get("reason", "")) if site else ("", 0, found.get("reason", ""))
             counted[key] = counted.get(key, 0) + 1
             firsts.setdefault(key, found)
-        results = [self._break_result(name, view, found, counted[key], from_source) for key, found in firsts.items()]
+        results = _one_per_place(
+            [self._break_result(name, view, found, counted[key], from_source) for key, found in firsts.items()]
+        )
         stop = view.get("fullgraph_error")
         stop_site = stop.get("site") if stop else None
         if self.fullgraph and stop and stop_site and not any(self._at(stop_site, f) for f in firsts.values()):
@@ -119,11 +126,15 @@ class CompileTarget(Target):
                     site=stop_site,
                 )
             )
+        # One result per place: the report keeps one diagnostic per line, code and target, so
+        # two ops of one line (a whole library model called on one line) are said together.
+        fallbacks_by_place: dict[tuple[str, int] | None, list[tuple[InductorFallback, list[str]]]] = {}
         for fallback in view.get("fallbacks", []):
             op = fallback.get("op", "")
             devices = [d for d in fallback.get("devices", []) if d != "cuda" or self._in_cuda_graphs(op)]
             if devices:
-                results.append(self._fallback_result(name, fallback, devices))
+                fallbacks_by_place.setdefault(_place(fallback.get("site")), []).append((fallback, devices))
+        results += [self._fallback_result(name, found) for found in fallbacks_by_place.values()]
         results += [self._recompile_result(name, hazard) for hazard in view.get("recompiles", [])]
         error = view.get("error")
         if error and not from_source:
@@ -153,18 +164,31 @@ class CompileTarget(Target):
         )
 
     @staticmethod
-    def _fallback_result(name: str, found: InductorFallback, devices: list[str]) -> ClassResult:
-        """An op Inductor leaves to its eager kernel: speed, never correctness, so information."""
-        op, called = found.get("op", ""), found.get("called", "")
-        why = found.get("why", "")
-        via = f" (`{called}` decomposes to it)" if called and called != op else ""
-        where = " and ".join(devices)
+    def _fallback_result(name: str, found: list[tuple[InductorFallback, list[str]]]) -> ClassResult:
+        """The ops of one place Inductor leaves to their eager kernels: speed, never
+        correctness, so information."""
+
+        def said(fallback: InductorFallback, devices: list[str]) -> str:
+            op, called = fallback.get("op", ""), fallback.get("called", "")
+            via = f" (`{called}` decomposes to it)" if called and called != op else ""
+            return f"no {' and '.join(devices)} lowering for `{op}`{via}"
+
+        if len(found) == 1:
+            ((fallback, devices),) = found
+            return ClassResult(
+                "information",
+                FALLBACK,
+                f"Inductor has {said(fallback, devices)} in `{name}`: torch.compile runs its eager kernel there "
+                f"(a kernel boundary and a copy, no fused code); Inductor's tables: {fallback.get('why', '')}",
+                site=found[0][0].get("site"),
+            )
+        each = ", ".join(f"{said(fallback, devices)} ({fallback.get('why', '')})" for fallback, devices in found)
         return ClassResult(
             "information",
             FALLBACK,
-            f"Inductor has no {where} lowering for `{op}`{via} in `{name}`: torch.compile runs its eager kernel "
-            f"there (a kernel boundary and a copy, no fused code); Inductor's tables: {why}",
-            site=found.get("site"),
+            f"Inductor has {each} in `{name}`: torch.compile runs their eager kernels there (a kernel boundary "
+            "and a copy each, no fused code); from Inductor's tables",
+            site=found[0][0].get("site"),
         )
 
     @staticmethod
@@ -231,3 +255,30 @@ class CompileTarget(Target):
             "description": self.description,
             "data": {"compiler": f"Dynamo of torch {self.torch_version}", "fullgraph": self.fullgraph},
         }
+
+
+_SEVERITY_ORDER = ("error", "warning", "information", "hint")
+ALSO_HERE = " Also here: "  # between the breaks of one place, in one result
+
+
+def _place(site: Site | None) -> tuple[str, int] | None:
+    """Where a result is shown: its file and line (None: on the class name)."""
+    return (site["file"], site["line"]) if site else None
+
+
+def _one_per_place(results: list[ClassResult]) -> list[ClassResult]:
+    """Breaks of one place (two reasons on one line, or several without a user frame, all
+    shown on the class name) as one result, the most severe, each break said in turn: the
+    report keeps one diagnostic per line, code and target, which would drop the others."""
+    by_place: dict[tuple[str, int] | None, list[ClassResult]] = {}
+    for result in results:
+        by_place.setdefault(_place(result.site), []).append(result)
+    out = []
+    for same in by_place.values():
+        if len(same) == 1:
+            out.append(same[0])
+            continue
+        severity = min((r.severity for r in same), key=_SEVERITY_ORDER.index)
+        message = ALSO_HERE.join(r.message for r in same)
+        out.append(ClassResult(severity, same[0].code, message, site=same[0].site))
+    return out

@@ -54,7 +54,7 @@ from .protocol import (
     partial,
     reply,
 )
-from .vocabulary import FAST_VIEW
+from .vocabulary import CAPTURE_SCRIPT, CAPTURE_TRACE, DELEGATE_VIEW_PREFIX, DELEGATE_VIEWS, FAST_VIEW, JIT_VIEWS
 
 PartialSink = Callable[[FileAnswer], None]
 
@@ -79,9 +79,6 @@ def _hello() -> Hello:
 
     from atenlint import torchcompat
     from atenlint.capture import file_capture  # noqa: F401 - warm the capture code too
-    from atenlint.capture.decompose import warm_up
-
-    warm_up()
     from atenlint.capture.loader import protect_loaded_modules
 
     _preload()
@@ -116,10 +113,12 @@ def _hello() -> Hello:
 
 
 def _preload() -> None:
-    """Import every capture module and the torch front ends they load lazily, once, here:
-    each file's forked child then finds them imported (a module first imported by a child
-    would be imported again by every later one, and a child whose file removed `torch`
-    from `sys.modules` could not import it at all)."""
+    """Import every capture module, once, here: each file's forked child then finds them
+    imported (a module first imported by a child would be imported again by every later
+    one, and a child whose file removed `torch` from `sys.modules` could not import it at
+    all). torch's lazily imported front ends wait for the first request that needs them
+    (`_preload_front_ends`): torch.jit.trace alone, what the TorchScript exporters run on
+    classes with example inputs, never does."""
     import importlib
     import pkgutil
 
@@ -127,15 +126,64 @@ def _preload() -> None:
 
     for found in pkgutil.iter_modules(capture.__path__):
         importlib.import_module(f"atenlint.capture.{found.name}")
-    for name in torchcompat.LAZY_FRONT_ENDS:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001, S112 - a front end this torch lacks: its capture says so
-            continue
+    with contextlib.suppress(ImportError):
+        importlib.import_module(torchcompat.JIT_TRACE_FRONT_END)
     # `platform.processor()` runs `uname -p` the first time (torch's OpInfo database asks it
     # when a trace meets complex tensors): asked here, its answer is cached for every child,
     # which may not start a process.
     platform.processor()
+
+
+def _preload_front_ends() -> None:
+    """Import torch's front ends that capture modules load lazily (torch._dynamo above all,
+    which torch's meta kernels and dispatch modes import on first use: as long as importing
+    torch itself on 2 loaded cores) and run their first calls, once, before the first child
+    that may need them is forked."""
+    if _Options.front_ends_loaded:
+        return
+    _Options.front_ends_loaded = True
+    _Options.front_ends_wanted = False
+    import importlib
+
+    from atenlint import torchcompat
+    from atenlint.capture.decompose import warm_up
+    from atenlint.capture.loader import protect_loaded_modules
+
+    from .sandbox import SANDBOX
+
+    # torch's own imports, never the user's code, even when an earlier analysis installed
+    # the sandbox (torch._dynamo asks for a temporary folder as it is imported).
+    with SANDBOX.permitted():
+        warm_up()
+        for name in torchcompat.LAZY_FRONT_ENDS:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001, S112 - a front end this torch lacks: its capture says so
+                continue
+    protect_loaded_modules()  # what they pulled in stays the library's too
+
+
+def _needs_front_ends(views: Sequence[str], paths: Sequence[str]) -> bool:
+    """Whether a request may use torch's lazily imported front ends: any view but the jit
+    ones (fake tensors, torch.export, the dispatcher's call trees) and any class without
+    example inputs (scripting, input inference and the source pass decompose calls on
+    meta). Only torch.jit.trace of classes with inputs does without."""
+    return CAPTURE_SCRIPT in paths or any(view not in JIT_VIEWS for view in views)
+
+
+def _front_ends_absent() -> tuple[str, ...]:
+    """torch's lazily imported front ends this process has not imported (yet)."""
+    from atenlint import torchcompat
+
+    return tuple(name for name in torchcompat.LAZY_FRONT_ENDS if name not in sys.modules)
+
+
+# What a child writes on its status pipe after its answer: replied, or replied having
+# imported front ends its zygote lacked (a user's file that imports torch._dynamo itself, a
+# trace that fell back to scripting): the zygote then loads them before its next child,
+# which inherits them, instead of every later child importing them again.
+_REPLIED = b"1"
+_REPLIED_LOADING_FRONT_ENDS = b"2"
 
 
 _WARM_SAMPLE = """\
@@ -145,14 +193,14 @@ import torch.nn.functional as F
 
 
 class AtenlintWarmUp(nn.Module):
-    def __init__(self):
+    def __init__(self, embedding: bool = True):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3, padding=1)
         self.norm = nn.BatchNorm2d(8)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.lin = nn.Linear(8, 16)
         self.ln = nn.LayerNorm(16)
-        self.emb = nn.Embedding(10, 16)
+        self.emb = nn.Embedding(10, 16) if embedding else None
         self.drop = nn.Dropout(0.1)
 
     def forward(self, x):
@@ -160,21 +208,39 @@ class AtenlintWarmUp(nn.Module):
         y = F.max_pool2d(y, 2)
         y = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False)
         y = self.pool(y).flatten(1)
-        h = self.ln(F.gelu(self.lin(y))) + self.emb(torch.zeros(y.shape[0], dtype=torch.long))
+        h = self.ln(F.gelu(self.lin(y)))
+        if self.emb is not None:
+            h = h + self.emb(torch.zeros(y.shape[0], dtype=torch.long))
         h = torch.cat([h, torch.sigmoid(h), torch.tanh(h)], dim=-1)
         return self.drop(F.softmax(h.reshape(h.shape[0], 3, 16).transpose(1, 2), dim=-1)).sum(-1)
 """
 
 
-def _warm_for(views: Sequence[str]) -> None:
-    """Before the first child that needs them, warm the views a request asks for (once
-    each): the cost of a view is paid only by sessions that judge it (the dispatcher view
-    about 1.5 s, the torch.export views about 5 s on 2 cores), never at worker start."""
-    missing = tuple(view for view in dict.fromkeys(views) if view not in _Options.warmed)
-    if missing:
-        _Options.warmed.update(missing)
-        _Options.pending_warm[:] = [view for view in _Options.pending_warm if view not in missing]
-        _warm_analysis(missing)
+# The capture paths a warm-up runs the sample through: traced with example inputs, scripted without.
+_WARM_PATHS = (CAPTURE_TRACE, CAPTURE_SCRIPT)
+_WARM_INPUTS: dict[str, ClassRequest] = {CAPTURE_TRACE: {"inputs": "torch.randn(2, 3, 8, 8)"}, CAPTURE_SCRIPT: {}}
+
+
+def _warm_for(views: Sequence[str], paths: Sequence[str] = _WARM_PATHS, idle: bool = False) -> None:
+    """Before the first child that needs them, warm the views a request asks for along the
+    capture paths its classes take (once each): the cost of a view is paid only by sessions
+    that judge it (the dispatcher view about 1.5 s, the torch.export views about 5 s on 2
+    cores), never at worker start, and a run whose classes all have example inputs never
+    pays for scripting the sample. `idle`: no request waits meanwhile (see `_warm_analysis`)."""
+    # A request that names no view gets the dispatcher's (file_capture's default).
+    if _Options.front_ends_wanted or _needs_front_ends(views or (FAST_VIEW,), paths):
+        _preload_front_ends()
+    missing = [(view, path) for view in dict.fromkeys(views) for path in paths if (view, path) not in _Options.warmed]
+    if not missing:
+        return
+    _Options.warmed.update(missing)
+    _Options.pending_warm[:] = [view for view in _Options.pending_warm if view not in _warmed_views()]
+    _warm_analysis(tuple(dict.fromkeys(v for v, _ in missing)), tuple(dict.fromkeys(p for _, p in missing)), idle)
+
+
+def _warmed_views() -> set[str]:
+    """The views warmed along every capture path."""
+    return {view for view, _ in _Options.warmed if all((view, path) in _Options.warmed for path in _WARM_PATHS)}
 
 
 def _warm(params: dict[str, object]) -> WarmAnswer:
@@ -183,44 +249,80 @@ def _warm(params: dict[str, object]) -> WarmAnswer:
     dispatcher view first), so the first file's child inherits them and a request that comes
     meanwhile waits for at most the view being warmed. Without fork there is no child to
     inherit them: nothing is noted."""
+    warmed = _warmed_views()
     if _Options.fork:
         for view in check_warm_params(params)["views"]:
-            if view not in _Options.warmed and view not in _Options.pending_warm:
+            if view not in warmed and view not in _Options.pending_warm:
                 _Options.pending_warm.append(view)
-    return {"warmed": sorted(_Options.warmed), "pending": list(_Options.pending_warm)}
+    return {"warmed": sorted(warmed), "pending": list(_Options.pending_warm)}
 
 
 def _warm_next() -> None:
-    """Warm the next view a `warm` request asked for."""
-    _warm_for(_Options.pending_warm[:1])
+    """Warm the next view a `warm` request asked for, along every capture path (the classes
+    of the files to come are not known yet)."""
+    _warm_for(_Options.pending_warm[:1], idle=True)
 
 
-def _views_before_fork(params: object) -> list[str]:
-    """The views to warm before forking a file's child. A request that wants the dispatcher
-    view's answer first (`partial`: the editor) waits only for that view; its other views are
-    analysed cold in its child and warmed here after it, while no request waits. Any other
-    (the CLI's) warms all of them first: every later file's child inherits them."""
+def _before_fork(method: str, params: object) -> tuple[list[str], tuple[str, ...]]:
+    """The views to warm before forking a file's child, and the capture paths to warm them
+    along. A request that wants the dispatcher view's answer first (`partial`: the editor)
+    waits only for that view; its other views are analysed cold in its child and warmed
+    here after it, while no request waits. Any other (the CLI's) warms all of them first:
+    every later file's child inherits them. A `static` request (the source pass) warms no
+    view but decomposes calls: it needs torch's front ends."""
     if not isinstance(params, dict):
-        return []
+        return [], _WARM_PATHS
+    if method != "analyse":
+        return [], (CAPTURE_SCRIPT,)
+    paths = _capture_paths(params)
     views = [v for v in params.get("views") or () if isinstance(v, str)]
     if not params.get("partial") or FAST_VIEW not in views:
-        return views
+        return views, paths
+    warmed = _warmed_views()
     for view in views:
-        if view != FAST_VIEW and view not in _Options.warmed and view not in _Options.pending_warm:
+        if view != FAST_VIEW and view not in warmed and view not in _Options.pending_warm:
             _Options.pending_warm.append(view)
-    return [FAST_VIEW]
+    return [FAST_VIEW], paths
 
 
-def _warm_analysis(views: tuple[str, ...]) -> None:
-    """Analyse a small model of atenlint's own, here, along every path (traced and
-    scripted) for `views`: what a warm worker used to learn from its first file
-    (TorchScript's compiled library functions, dispatch and export caches) every forked
-    child now starts with. One intra-op thread meanwhile: a forked child cannot use a
-    thread pool its parent started (GNU OpenMP would wait for threads it does not have)."""
+def _capture_paths(params: dict[str, Any]) -> tuple[str, ...]:
+    """The capture paths an `analyse` request's classes may take: traced where a class has
+    example inputs (or may have them inferred), scripted where one has none configured (a
+    factories file may or may not give them: both)."""
+    classes = params.get("classes")
+    if not isinstance(classes, dict) or not classes:
+        return _WARM_PATHS
+    given = [isinstance(c, dict) and bool(c.get("inputs") or c.get("kwargs")) for c in classes.values()]
+    paths = []
+    if any(given) or params.get("infer_inputs", True):
+        paths.append(CAPTURE_TRACE)
+    if not all(given):
+        paths.append(CAPTURE_SCRIPT)
+    return tuple(paths)
+
+
+def _warm_analysis(views: tuple[str, ...], paths: tuple[str, ...], idle: bool) -> None:
+    """Analyse a small model of atenlint's own, here, along `paths` (traced, scripted) for
+    `views`: what a warm worker used to learn from its first file (TorchScript's compiled
+    library functions, dispatch and export caches) every forked child now starts with. One
+    intra-op thread meanwhile: a forked child cannot use a thread pool its parent started
+    (GNU OpenMP would wait for threads it does not have).
+
+    The ExecuTorch delegate views, while a request waits (`idle` false), are only imported
+    (executorch's exir and the partitioner): running `to_edge` on the sample costs about as
+    much again and saves each later child a tenth of that."""
     import torch
 
+    from atenlint.capture.delegate_view import preload
     from atenlint.capture.file_capture import capture_file
 
+    imported = () if idle else tuple(view for view in views if view in DELEGATE_VIEWS)
+    views = tuple(view for view in views if view not in imported)
+
+    # Without torch's front ends loaded (torch.jit.trace of classes with inputs only), the
+    # sample is built without its embedding: `nn.Embedding`'s initialisation on meta runs a
+    # Python reference that imports torch._dynamo, which that run never needs otherwise.
+    lean = not _Options.front_ends_loaded
     folder = os.path.join(_Options.run_dir or os.getcwd(), "warm_up")
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "atenlint_warm_sample.py")
@@ -229,16 +331,15 @@ def _warm_analysis(views: tuple[str, ...]) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        variants: list[dict[str, ClassRequest]] = [
-            {"AtenlintWarmUp": {"inputs": "torch.randn(2, 3, 8, 8)"}},
-            {"AtenlintWarmUp": {}},
-        ]
-        for classes in variants:
+        for capture_path in paths if views else ():
+            request = ClassRequest(**_WARM_INPUTS[capture_path])
+            if lean:
+                request["init"] = "AtenlintWarmUp(embedding=False)"
             params: AnalyseParams = {
                 "path": path,
                 "module": "atenlint_warm_sample",
                 "roots": [folder],
-                "classes": classes,
+                "classes": {"AtenlintWarmUp": request},
                 "devices": ["mps", "cuda", "xla"],
                 "views": list(views),
                 "infer_inputs": False,
@@ -247,12 +348,23 @@ def _warm_analysis(views: tuple[str, ...]) -> None:
                 _isolated(lambda p, _: capture_file(p), params)
             except Exception:  # noqa: BLE001, S110 - a cold cache is slower, never wrong
                 pass
+        if imported:
+            # Inside the sandbox, as the sample's analysis would have imported them.
+            sample_file: AnalyseParams = {"path": path, "module": "atenlint_warm_sample", "roots": [folder]}
+            with contextlib.suppress(Exception):  # a cold cache is slower, never wrong
+                _isolated(lambda p, _: _preloaded(imported, preload), sample_file)
     finally:
         torch.set_num_threads(threads)
     import gc
 
     gc.collect()
     gc.freeze()  # what is here now stays shared with every child: their collectors skip it
+
+
+def _preloaded(views: tuple[str, ...], preload: Callable[[str], None]) -> FileAnswer:
+    for view in views:
+        preload(view.removeprefix(DELEGATE_VIEW_PREFIX))
+    return {"classes": []}
 
 
 def _forking() -> bool:
@@ -269,7 +381,10 @@ class _Options:
     in_child = False
     support: Any = None  # confine.Support: the kernel layers every child applies
     parent_pid = 0
-    warmed: ClassVar[set[str]] = set()  # the views this zygote has analysed its own sample model for
+    # (view, capture path) pairs this zygote has analysed its own sample model for
+    warmed: ClassVar[set[tuple[str, str]]] = set()
+    front_ends_loaded = False  # `_preload_front_ends` ran: every later child inherits them
+    front_ends_wanted = False  # a child imported them itself: load them before the next one
     pending_warm: ClassVar[list[str]] = []  # the views to warm while no request waits, in order
 
 
@@ -582,6 +697,7 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
     from . import confine
 
     status_read, status_write = os.pipe()
+    absent = _front_ends_absent()
     gc.freeze()  # the zygote's objects stay shared: the child's collector never writes to them
     pid = _fork()
     if pid == 0:  # pragma: no cover - runs in the child; the tests see its answers
@@ -597,7 +713,8 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
                 _write(out, error_reply(request_id, "ConfinementError", str(error)))
             else:
                 _write(out, _over_data_cap(request_id, _reply(request_id, request, out)))
-            os.write(status_write, b"1")
+            loaded = any(name in sys.modules for name in absent)
+            os.write(status_write, _REPLIED_LOADING_FRONT_ENDS if loaded else _REPLIED)
         finally:
             os._exit(0)
     os.close(status_write)
@@ -607,9 +724,12 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
             return False
         os.set_blocking(status_read, False)
         try:
-            replied = os.read(status_read, 1) == b"1"
+            said = os.read(status_read, 1)
         except BlockingIOError:
-            replied = False
+            said = b""
+        replied = said in (_REPLIED, _REPLIED_LOADING_FRONT_ENDS)
+        if said == _REPLIED_LOADING_FRONT_ENDS:
+            _Options.front_ends_wanted = True
     finally:
         os.close(status_read)
     if not replied:
@@ -708,8 +828,7 @@ def _answer(line: str, out: Any, lines: _Lines | None = None) -> bool:
     if request["method"] == "shutdown":
         return False
     if _Options.fork and lines is not None and request["method"] in _PER_FILE:
-        if request["method"] == "analyse":
-            _warm_for(_views_before_fork(request.get("params")))
+        _warm_for(*_before_fork(request["method"], request.get("params")))
         return _forked(request_id, request, out, lines)
     _write(out, _reply(request_id, request, out))
     return True

@@ -263,6 +263,9 @@ class ClassAnswer(_ClassAnswerRequired, total=False):
     # No inputs were configured: the class was traced with inputs atenlint inferred from its
     # code (capture/infer_inputs.py); the expression used.
     inputs_inferred: str
+    # Nothing configured says how to build the class and its constructor needs arguments: it
+    # was built with arguments atenlint inferred (capture/constructor_args.py); the call used.
+    arguments_inferred: str
     compile: CompileAnswer  # the compile target's view (capture/dynamo_view.py)
 
 
@@ -276,6 +279,9 @@ class ImportFailure(TypedDict, total=False):
     package: str | None
     trace: str
     refused: bool  # a sandbox refusal (its own diagnostic), not a failed import
+    # The import succeeded once these packages of the user's were stood in by bare package
+    # modules, their __init__.py not run: it needs `package`, which is not installed.
+    stood_in: list[str]
 
 
 class Refusal(TypedDict, total=False):

@@ -1,0 +1,120 @@
+"""The zygote's warm-up (worker/main.py): what it loads before forking a file's child
+depends on what the request's classes need, so a run that only traces with torch.jit
+never pays for torch's other front ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from atenlint.worker import main
+from atenlint.worker.vocabulary import CAPTURE_SCRIPT, CAPTURE_TRACE
+
+SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "server")
+
+
+@pytest.mark.parametrize(
+    ("classes", "infer", "paths"),
+    [
+        ({"A": {"inputs": "torch.randn(1, 3)"}, "B": {"kwargs": "{'x': torch.randn(1)}"}}, True, (CAPTURE_TRACE,)),
+        ({"A": {"inputs": "torch.randn(1, 3)"}, "B": {}}, False, (CAPTURE_TRACE, CAPTURE_SCRIPT)),
+        ({"A": {}}, False, (CAPTURE_SCRIPT,)),
+        ({"A": {}}, True, (CAPTURE_TRACE, CAPTURE_SCRIPT)),  # inferred inputs are traced
+        ({"A": {"factories": "f.py"}}, False, (CAPTURE_SCRIPT,)),  # the hooks may give none
+        ({}, False, (CAPTURE_TRACE, CAPTURE_SCRIPT)),  # nothing said: every path
+    ],
+)
+def test_a_request_warms_the_capture_paths_its_classes_take(classes, infer, paths):
+    assert main._capture_paths({"classes": classes, "infer_inputs": infer}) == paths
+
+
+def test_only_traced_jit_views_do_without_torchs_other_front_ends():
+    assert not main._needs_front_ends(["onnx-jit", "jit"], (CAPTURE_TRACE,))
+    assert main._needs_front_ends(["onnx-jit"], (CAPTURE_TRACE, CAPTURE_SCRIPT))
+    assert main._needs_front_ends(["onnx-jit", "dispatch"], (CAPTURE_TRACE,))
+    assert main._needs_front_ends(["executorch-export"], (CAPTURE_TRACE,))
+    assert main._needs_front_ends([], (CAPTURE_SCRIPT,))  # the source pass
+
+
+def test_a_static_request_loads_the_front_ends_and_warms_no_view():
+    assert main._before_fork("static", {"path": "/x.py", "module": "x"}) == ([], (CAPTURE_SCRIPT,))
+
+
+_ZYGOTE = textwrap.dedent(
+    """
+    import json, sys
+    from atenlint.worker import main
+    main._Options.run_dir = sys.argv[1]
+    main._preload()
+    seen = {"hello": "torch._dynamo" in sys.modules}
+    main._warm_for(["onnx-jit"], ("trace",))
+    seen["jit"] = "torch._dynamo" in sys.modules
+    seen["warmed"] = sorted(map(list, main._Options.warmed))
+    main._warm_for(["onnx-jit"], ("trace", "script"))
+    seen["scripted"] = "torch._dynamo" in sys.modules
+    seen["views"] = sorted(main._warmed_views())
+    print(json.dumps(seen))
+    """
+)
+
+
+def test_a_zygote_that_only_traces_with_torch_jit_never_imports_dynamo(tmp_path):
+    """Started, and warmed for the TorchScript exporter's view on classes with inputs, the
+    zygote has not imported torch._dynamo (about a second of every worker start on 2
+    cores); a class without inputs (scripting) makes it load the front ends, once."""
+    env = dict(os.environ, PYTHONPATH=SERVER, TMPDIR=str(tmp_path))  # as the pool starts a worker
+    done = subprocess.run(
+        [sys.executable, "-c", _ZYGOTE, str(tmp_path)], env=env, capture_output=True, text=True, timeout=600, check=True
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["hello"] is False and seen["jit"] is False
+    assert seen["warmed"] == [["onnx-jit", CAPTURE_TRACE]]
+    assert seen["scripted"] is True
+    assert seen["views"] == ["onnx-jit"]
+
+
+_DELEGATE_ZYGOTE = textwrap.dedent(
+    """
+    import json, sys
+    from atenlint.worker import main
+    from atenlint.capture.delegate_view import PARTITIONERS
+    main._Options.run_dir = sys.argv[1]
+    main._preload()
+    main._warm_for(["executorch:xnnpack"], ("trace",))
+    print(json.dumps({
+        "to_edge": "executorch.exir.program._program" in sys.modules,
+        "partitioner": PARTITIONERS["xnnpack"][0] in sys.modules,
+        "warmed": sorted(map(list, main._Options.warmed)),
+    }))
+    """
+)
+
+
+def test_a_delegate_view_warmed_while_a_request_waits_is_imported_for_every_child(tmp_path):
+    """Before the first child of a run that judges a delegate, the zygote imports executorch's
+    to_edge and the partitioner (the children inherit them), without running the sample."""
+    pytest.importorskip("executorch.exir")
+    env = dict(os.environ, PYTHONPATH=SERVER, TMPDIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", _DELEGATE_ZYGOTE, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"to_edge": True, "partitioner": True, "warmed": [["executorch:xnnpack", CAPTURE_TRACE]]}
+
+
+def test_a_request_that_names_no_view_gets_the_front_ends_the_dispatcher_view_needs(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(main, "_preload_front_ends", lambda: loaded.append(True))
+    monkeypatch.setattr(main, "_warm_analysis", lambda *args: None)
+    main._warm_for([], (CAPTURE_TRACE,))
+    assert loaded == [True]
