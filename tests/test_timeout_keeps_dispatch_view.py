@@ -48,3 +48,18 @@ def test_the_dispatcher_view_answered_before_a_time_limit_keeps_the_device_verdi
     assert "mps judged the dispatcher view traced before the limit" in timeout.message
     assert "its module class `Net` was analysed from source only" in timeout.message
     assert not result.partial and [cls["capture"] for cls in result.capture.classes] == ["static"]
+
+
+def test_the_cli_keeps_the_same_device_verdicts_after_the_limit(engine, tmp_path):
+    """No one waits for a partial result on the command line, but the file's findings are
+    the editor's: the CLI's check keeps the dispatcher view's answer for a file that fails
+    after it, too (one pipeline, issue 19)."""
+    (tmp_path / "pyproject.toml").write_text('[tool.atenlint]\ntargets = ["mps", "core-aten"]\ntimeout = 5\n')
+    path = tmp_path / "slow_export.py"
+    path.write_text(with_mps_missing(textwrap.dedent(SOURCE).lstrip()))
+    engine.resolver = SettingsResolver()
+    cli = check_file(engine, FileSnapshot.of(str(path), resolver=engine.resolver))
+    editor = check_file(engine, FileSnapshot.of(str(path), resolver=engine.resolver), on_partial=lambda _: None)
+    shown = sorted((f.code, f.target, f.capture, f.range.start.line, f.message) for f in cli.findings)
+    assert shown == sorted((f.code, f.target, f.capture, f.range.start.line, f.message) for f in editor.findings)
+    assert ("MPS001", "mps", "trace") in {(f.code, f.target, f.capture) for f in cli.findings}

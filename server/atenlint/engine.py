@@ -340,9 +340,13 @@ class Engine:
                 views=views,
             )
         early = None
-        held: list[FileCapture] = []  # the dispatcher view's answer, if it came before a failure
-        if on_partial is not None and execute and not notebook.is_notebook(path):
+        held: list[Callable[[], FileCapture]] = []  # the dispatcher view's answer, if it came before a failure
+        if execute and not notebook.is_notebook(path):
+            # The CLI asks for it too: a file that then times out or crashes keeps the device
+            # targets' verdicts in both (pipeline `_static_after_failure`), and reads it only then.
             early = self._partial_handler(result, module_name, file_outline, on_partial, started, held)
+            if early is not None and on_partial is not None:
+                request = cast(AnalyseParams, {**request, "fast_first": True})
         try:
             if execute and notebook.is_notebook(path):  # no .py file to import: the worker imports a copy
                 analyse = cast(AnalyseParams, request)  # built by analyse_params: `execute` is set
@@ -370,7 +374,8 @@ class Engine:
             if held:
                 # The dispatcher view finished before the limit: the device targets keep its
                 # verdicts; only the other views fall back (pipeline `_static_after_failure`).
-                result.occurrences, result.views = held[0].occurrences, held[0].views
+                early_capture = held[0]()
+                result.occurrences, result.views = early_capture.occurrences, early_capture.views
             result.seconds = time.perf_counter() - started
             return result
         except RequestError as error:
@@ -397,20 +402,21 @@ class Engine:
         result: FileCapture,
         module_name: str,
         file_outline: FileOutline,
-        on_partial: Callable[[FileCapture], None],
+        on_partial: Callable[[FileCapture], None] | None,
         started: float,
-        held: list[FileCapture] | None = None,
+        held: list[Callable[[], FileCapture]],
     ) -> Callable[[FileAnswer], None] | None:
-        """What turns the worker's dispatcher-view answer into a partial capture, or None
-        when there is nothing to gain (no fast target, or no slower one to wait for). The
-        partial capture is also appended to `held`, for a request that fails after it."""
+        """What takes the worker's dispatcher-view answer, or None when there is nothing to
+        gain (no fast target, or no slower one to wait for). It is kept in `held`, read into
+        a partial capture on demand (a request that fails after it); with `on_partial` (the
+        editor) it is read at once and handed on."""
         targets = self.targets_for(result.settings)
         fast = [t for t in targets if t.tree_view == FAST_VIEW]
         if not fast or len(fast) == len(targets):
             return None
         findings_before = list(result.module_findings)
 
-        def handle(answer: FileAnswer) -> None:
+        def read(answer: FileAnswer) -> FileCapture:
             early = FileCapture(
                 result.path,
                 result.display,
@@ -424,8 +430,14 @@ class Engine:
             early.imported = [p for p in answer.get("imported", []) if os.path.abspath(p) != result.path]
             read_answer(early, answer, module_name, file_outline, targets, self.cwd, self.log)
             early.seconds = time.perf_counter() - started
-            if held is not None:
-                held.append(early)
+            return early
+
+        def handle(answer: FileAnswer) -> None:
+            if on_partial is None:
+                held.append(lambda: read(answer))
+                return
+            early = read(answer)
+            held.append(lambda: early)
             on_partial(early)
 
         return handle

@@ -12,7 +12,11 @@ For each delegate (default: xnnpack), on real CPU tensors in eval mode under `no
 - the load verdict: `to_executorch()`, then the program's `forward` in the wheel's own
   portable runtime (its pybindings), as the corpus ground truth does it
   (`tests/corpus/ground_truth.py`): `loads`, and `missing_kernels`, the program's operators
-  that runtime has no kernel for.
+  that runtime has no kernel for. The wheel's runtime registers only some backends
+  (`_get_registered_backend_names`: XNNPACK, not Core ML nor Vulkan); a program delegated
+  to another cannot run there at all, so for it `loads` is the kernel check alone: the
+  program is made (`to_executorch()`) and every operator it keeps outside its delegate calls
+  has a kernel in that runtime (`load_check: "kernels"`, against `"ran"`).
 
 A failure at any step is recorded with its message; the runner never judges an op itself.
 """
@@ -41,6 +45,7 @@ from tests.corpus.ground_truth import _loads_in_portable_runtime, _short, load
 PARTITIONERS = {
     "xnnpack": ("executorch.backends.xnnpack.partition.xnnpack_partitioner", "XnnpackPartitioner"),
     "vulkan": ("executorch.backends.vulkan.partitioner.vulkan_partitioner", "VulkanPartitioner"),
+    "coreml": ("executorch.backends.apple.coreml.partition", "CoreMLPartitioner"),
 }
 
 
@@ -91,8 +96,44 @@ def lower(exported, args, delegate: str, model_path: str) -> dict:
         "left": dict(sorted(left.items())),
         "frames": {op: sorted(lines) for op, lines in sorted(frames.items())},
     }
-    out.update(_loads_in_portable_runtime(lowered, args))
+    if _backends(lowered) <= _registered_backends():
+        out.update(_loads_in_portable_runtime(lowered, args), load_check="ran")
+    else:
+        out.update(_kernels_present(lowered), load_check="kernels")
     return out
+
+
+def _registered_backends() -> set[str]:
+    from executorch.extension.pybindings import portable_lib
+
+    return set(portable_lib._get_registered_backend_names())
+
+
+def _backends(lowered) -> set[str]:
+    """The backend ids of the program's delegate calls."""
+    graph_module = lowered.exported_program().graph_module
+    return {
+        module.backend_id for _, module in graph_module.named_children() if hasattr(module, "backend_id")
+    }
+
+
+def _kernels_present(lowered) -> dict:
+    """The load verdict where the runtime lacks the delegate's backend: the program is made
+    and the runtime has a kernel for every operator outside the delegate calls."""
+    from executorch.extension.pybindings import portable_lib
+
+    try:
+        program = lowered.to_executorch()
+    except Exception as error:  # noqa: BLE001 - to_executorch itself fails: the program is not made
+        return {"loads": False, "error": _short(error)}
+    registered = set(portable_lib._get_operator_names())
+    used = set()
+    for node in program.exported_program().graph.nodes:
+        schema = getattr(getattr(node, "target", None), "_schema", None)
+        if node.op == "call_function" and schema is not None:
+            used.add(f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name)
+    missing = sorted(op for op in used if op not in registered)
+    return {"loads": not missing, "missing_kernels": [m.split(".")[0] for m in missing]}
 
 
 def run(path: str, delegates: list[str]) -> dict:

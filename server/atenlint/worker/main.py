@@ -265,9 +265,9 @@ def _warm_next() -> None:
 
 def _before_fork(method: str, params: object) -> tuple[list[str], tuple[str, ...]]:
     """The views to warm before forking a file's child, and the capture paths to warm them
-    along. A request that wants the dispatcher view's answer first (`partial`: the editor)
-    waits only for that view; its other views are analysed cold in its child and warmed
-    here after it, while no request waits. Any other (the CLI's) warms all of them first:
+    along. A request that wants the dispatcher view's answer first (`fast_first`: the
+    editor) waits only for that view; its other views are analysed cold in its child and
+    warmed here after it, while no request waits. Any other (the CLI's) warms all of them first:
     every later file's child inherits them. A `static` request (the source pass) warms no
     view but decomposes calls: it needs torch's front ends."""
     if not isinstance(params, dict):
@@ -276,7 +276,7 @@ def _before_fork(method: str, params: object) -> tuple[list[str], tuple[str, ...
         return [], (CAPTURE_SCRIPT,)
     paths = _capture_paths(params)
     views = [v for v in params.get("views") or () if isinstance(v, str)]
-    if not params.get("partial") or FAST_VIEW not in views:
+    if not (params.get("partial") and params.get("fast_first")) or FAST_VIEW not in views:
         return views, paths
     warmed = _warmed_views()
     for view in views:

@@ -404,6 +404,10 @@ class AnalyseParams(FileParams, total=False):
     infer_inputs: bool | int  # trace classes with inferred inputs: true, false, or at most this many a file
     graph_options: GraphOptions
     partial: bool  # send the dispatcher view first (set by the pool when it has a handler)
+    # The dispatcher view's answer is wanted as soon as possible (the editor's squiggles): the
+    # worker warms only that view before forking the file's child. Without it (the CLI, which
+    # keeps the partial answer only for a file that fails after it) every view is warmed first.
+    fast_first: bool
 
 
 class StaticParams(FileParams, total=False):
@@ -600,7 +604,13 @@ def _check_file_params(params: object, where: str) -> dict[str, object]:
 def check_analyse_params(params: object) -> AnalyseParams:
     """The worker's side of `analyse`: the fields capture_file reads."""
     checked = _check_file_params(params, "analyse")
-    for name, kinds in (("overlays", dict), ("classes", dict), ("graph_options", dict), ("infer_inputs", (bool, int))):
+    for name, kinds in (
+        ("overlays", dict),
+        ("classes", dict),
+        ("graph_options", dict),
+        ("infer_inputs", (bool, int)),
+        ("fast_first", bool),
+    ):
         if checked.get(name) is not None:
             _expect(checked[name], kinds, f"analyse.{name}")
     classes = checked.get("classes")
