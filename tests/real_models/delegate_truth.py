@@ -112,9 +112,7 @@ def _registered_backends() -> set[str]:
 def _backends(lowered) -> set[str]:
     """The backend ids of the program's delegate calls."""
     graph_module = lowered.exported_program().graph_module
-    return {
-        module.backend_id for _, module in graph_module.named_children() if hasattr(module, "backend_id")
-    }
+    return {module.backend_id for _, module in graph_module.named_children() if hasattr(module, "backend_id")}
 
 
 def _kernels_present(lowered) -> dict:

@@ -200,3 +200,23 @@ def test_report_counts_each_delegates_share_of_nodes_and_of_flop_heavy_ones() ->
     )
     assert flop_heavy("aten::_scaled_dot_product_flash_attention_for_cpu") and flop_heavy("aten::conv2d")
     assert not flop_heavy("aten::cumsum")
+
+
+def test_an_executorch_error_names_every_op_it_lists() -> None:
+    """At one call, an op to_edge rejects, one without a portable kernel and a library's own
+    op: the error is about the first, and its text names the other two as well (every op
+    the finding lists is in its message)."""
+    from atenlint.targets.base import Problem
+    from atenlint.targets.executorch import CUSTOM, NO_PORTABLE, NOT_CORE, CoreAtenTarget
+
+    target = CoreAtenTarget("executorch", {"core": ["aten::sort"]}, _table(), "2.13.0")
+    problems = [
+        Problem("aten::histc", NOT_CORE),
+        Problem("aten::sort", NO_PORTABLE),
+        Problem("transformers::grouped_mm_fallback", CUSTOM),
+    ]
+    verdict = target.verdict(problems)
+    assert (verdict.severity, verdict.code) == ("error", "ET001")
+    assert "`aten::histc`" in verdict.message and "to_edge rejects" in verdict.message
+    assert "`aten::sort` also has no portable kernel" in verdict.message
+    assert "`transformers::grouped_mm_fallback`, a library's own operator, which to_edge keeps" in verdict.message

@@ -85,6 +85,8 @@ class CoreAtenTarget(Target):
             )
             if no_portable:
                 message += f"; {join_ops(no_portable)} also has no portable kernel"
+            if custom:  # every op the finding lists is named in its text
+                message += f"; it also reaches {join_ops(custom)}, a library's own operator, which to_edge keeps"
             return Verdict("error", self.code, message)
         # Core ATen that to_edge keeps and no portable kernel runs: to_executorch writes the
         # program, which then fails to load against that library. A delegate may take the
