@@ -139,11 +139,17 @@ def ground_truth(cache_dir: str, files: list[str] | None = None, jobs: int = 2, 
 
 
 def run_atenlint(files: list[str], targets: str, exporter: str, jobs: int = 2) -> dict:
-    """`atenlint check --format json` as a user runs it; the JSON report."""
+    """`atenlint check --format json` as a user runs it, with the ONNX exporter `exporter`."""
+    return run_atenlint_with(files, targets, f'[tool.atenlint]\nonnx-exporter = "{exporter}"\n', jobs)
+
+
+def run_atenlint_with(files: list[str], targets: str, config_text: str, jobs: int = 2) -> dict:
+    """`atenlint check --format json` as a user runs it, with `config_text` as its
+    pyproject.toml; the JSON report."""
     with tempfile.TemporaryDirectory() as scratch:
         config = os.path.join(scratch, "pyproject.toml")
         with open(config, "w", encoding="utf-8") as handle:
-            handle.write(f'[tool.atenlint]\nonnx-exporter = "{exporter}"\n')
+            handle.write(config_text)
         out = os.path.join(scratch, "report.json")
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore")
         command = [

@@ -35,7 +35,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -46,7 +45,7 @@ for _package in ("torchvision", "timm", "transformers"):
 from atenlint.cache import cache_dir
 from atenlint.targets.compile import ALSO_HERE
 
-from .agreement import MODELS, REPO, versions
+from .agreement import MODELS, REPO, run_atenlint_with, versions
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "compile_truth.py")
@@ -135,39 +134,7 @@ def run_atenlint_compile(files: list[str]) -> dict:
     """`atenlint check --target compile --format json` with `fullgraph = true`, as a user who
     compiles with `fullgraph=True` runs it (the breaks are the same; the severity says the
     verdict)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        config = os.path.join(scratch, "pyproject.toml")
-        with open(config, "w", encoding="utf-8") as handle:
-            handle.write("[tool.atenlint]\nfullgraph = true\n")
-        out = os.path.join(scratch, "report.json")
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore")
-        command = [
-            sys.executable,
-            "-m",
-            "atenlint",
-            "check",
-            *files,
-            "--target",
-            "compile",
-            "--format",
-            "json",
-            "--config",
-            config,
-            "--timeout",
-            "600",
-            "--jobs",
-            "2",
-            "--exit-zero",
-            "--output-file",
-            out,
-        ]
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=ATENLINT_TIMEOUT_S, env=env, cwd=REPO, check=False
-        )
-        if not os.path.exists(out):
-            raise RuntimeError(f"atenlint check failed ({done.returncode}): {done.stderr[-3000:]}")
-        with open(out, encoding="utf-8") as handle:
-            return json.load(handle)
+    return run_atenlint_with(files, "compile", "[tool.atenlint]\nfullgraph = true\n")
 
 
 # ---------------------------------------------------------------- comparison

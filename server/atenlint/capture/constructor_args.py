@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from ..ast_names import dotted_name
 from ..bounded_read import read_regular_file
 from ..python_parse import parse_module
 from .paths import is_library_file
@@ -386,7 +387,7 @@ class _ModuleReads:
                 if not isinstance(node, ast.Attribute) or id(node) in called or not isinstance(node.ctx, ast.Load):
                     continue
                 owner = node.value
-                if _dotted(owner) in (name, f"self.{name}"):
+                if dotted_name(owner) in (name, f"self.{name}"):
                     found.add(node.attr)
             self._attributes[key] = sorted(a for a in found if not a.startswith("__"))
         return self._attributes[key]
@@ -733,7 +734,7 @@ class _Filler:
                 return "optional", None
             return self._annotation_node(node.left)
         head = node.value if isinstance(node, ast.Subscript) else node
-        dotted = _dotted(head)
+        dotted = dotted_name(head) or ""
         last = dotted.split(".")[-1] if dotted else ""
         if isinstance(node, ast.Subscript):
             arguments = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -871,17 +872,6 @@ def _module_classes(module: Any) -> list[tuple[str, type]]:
     return [(binding, obj) for _, binding, obj in sorted(own, key=lambda item: item[0])] + sorted(
         imported, key=lambda item: item[0]
     )
-
-
-def _dotted(node: ast.expr) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def _is_number(text: str) -> bool:

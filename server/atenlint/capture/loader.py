@@ -653,14 +653,7 @@ def build(
     except Exception as error:  # noqa: BLE001 - any constructor failure is reported, never raised
         package = missing_package(error)
         if package is not None:
-            raise BuildFailure(
-                f"building it imports `{getattr(error, 'name', package)}`, which is not installed",
-                [],
-                signature,
-                kind="missing_package",
-                package=package,
-                site=_user_site(error),
-            ) from None
+            raise _not_installed(error, package, signature) from None
         meta_error = f"{type(error).__name__}: {_first_line(error)}"
         meta_site = _user_site(error)
         try:
@@ -696,6 +689,18 @@ def build(
     return instance
 
 
+def _not_installed(error: BaseException, package: str, signature: str) -> BuildFailure:
+    """The constructor imports a package that is not installed: install it (ATL002's advice)."""
+    return BuildFailure(
+        f"building it imports `{getattr(error, 'name', package)}`, which is not installed",
+        [],
+        signature,
+        kind="missing_package",
+        package=package,
+        site=_user_site(error),
+    )
+
+
 # Inferred arguments are small: a guess that meta cannot build gets this much memory on the
 # CPU, for at most this many of its candidates (the others are tried on meta only).
 INFERRED_CPU_BUILD_MB = 512
@@ -725,14 +730,7 @@ def _build_inferred(
         except Exception as error:  # noqa: BLE001 - a guess the constructor refuses: the next one
             package = missing_package(error)
             if package is not None:
-                raise BuildFailure(
-                    f"building it imports `{getattr(error, 'name', package)}`, which is not installed",
-                    [],
-                    signature,
-                    kind="missing_package",
-                    package=package,
-                    site=_user_site(error),
-                ) from None
+                raise _not_installed(error, package, signature) from None
             if cpu_builds >= INFERRED_CPU_BUILDS or not _meta_cannot_run(error):
                 continue
             cpu_builds += 1
