@@ -138,6 +138,44 @@ def ground_truth(cache_dir: str, files: list[str] | None = None, jobs: int = 2, 
 # ---------------------------------------------------------------- atenlint's side
 
 
+def cached_truth(folder: str, name: str, command: list[str], timeout: float, what: str) -> dict:
+    """The JSON a ground-truth runner writes to the path it is given (`command` + that
+    path's place: its first argument after the runner), kept in the user cache under
+    `folder`/`name` once it says it is complete; `what` names the runner in the crash note."""
+    from atenlint.cache import cache_dir as user_cache_dir
+
+    where = os.path.join(user_cache_dir(), folder)
+    os.makedirs(where, exist_ok=True)
+    cached = os.path.join(where, f"{name}.json")
+    if os.path.exists(cached):
+        with open(cached, encoding="utf-8") as handle:
+            return json.load(handle)
+    partial = f"{cached}.part{os.getpid()}"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore")
+    try:
+        subprocess.run(
+            [sys.executable, command[0], partial, *command[1:]],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            env=env,
+            cwd=REPO,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pass  # what finished is in the partial file
+    try:
+        with open(partial, encoding="utf-8") as handle:
+            result = json.load(handle)
+        os.remove(partial)
+    except (OSError, ValueError):
+        return {"crashed": f"the {what} ground-truth runner left no result (killed or crashed)"}
+    if result.get("complete"):  # only a finished run is worth keeping
+        with open(cached, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=1, sort_keys=True)
+    return result
+
+
 def run_atenlint(files: list[str], targets: str, exporter: str, jobs: int = 2) -> dict:
     """`atenlint check --format json` as a user runs it, with the ONNX exporter `exporter`."""
     return run_atenlint_with(files, targets, f'[tool.atenlint]\nonnx-exporter = "{exporter}"\n', jobs)

@@ -33,8 +33,6 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -42,10 +40,9 @@ for _package in ("torchvision", "timm", "transformers"):
     if importlib.util.find_spec(_package) is None:
         pytest.skip(f"the real-model compile suite needs {_package}", allow_module_level=True)
 
-from atenlint.cache import cache_dir
 from atenlint.targets.compile import ALSO_HERE
 
-from .agreement import MODELS, REPO, run_atenlint_with, versions
+from .agreement import MODELS, REPO, cached_truth, run_atenlint_with, versions
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "compile_truth.py")
@@ -97,37 +94,9 @@ def _digest(path: str) -> str:
 def real_compile(path: str) -> dict:
     """What the real torch.compile did with one model file, computed once per package
     versions, runner source and model source."""
-    folder = os.path.join(cache_dir(), "real-models-compile-truth")
-    os.makedirs(folder, exist_ok=True)
     name = os.path.relpath(path, MODELS)[:-3].replace(os.sep, "-")
-    cached = os.path.join(folder, f"{name}-{_digest(path)}.json")
-    if os.path.exists(cached):
-        with open(cached, encoding="utf-8") as handle:
-            return json.load(handle)
-    partial = f"{cached}.part{os.getpid()}"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore")
-    try:
-        subprocess.run(
-            [sys.executable, RUNNER, partial, path, *_runner_arguments(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=TRUTH_TIMEOUT_S,
-            env=env,
-            cwd=REPO,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        pass  # what finished is in the partial file
-    try:
-        with open(partial, encoding="utf-8") as handle:
-            result = json.load(handle)
-        os.remove(partial)
-    except (OSError, ValueError):
-        return {"crashed": "the compile ground-truth runner left no result (killed or crashed)"}
-    if result.get("complete"):  # only a finished run is worth keeping
-        with open(cached, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1, sort_keys=True)
-    return result
+    command = [RUNNER, path, *_runner_arguments(path)]
+    return cached_truth("real-models-compile-truth", f"{name}-{_digest(path)}", command, TRUTH_TIMEOUT_S, "compile")
 
 
 def run_atenlint_compile(files: list[str]) -> dict:

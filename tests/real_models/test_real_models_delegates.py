@@ -25,8 +25,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -34,9 +32,8 @@ for _package in ("torchvision", "timm", "transformers", "executorch"):
     if importlib.util.find_spec(_package) is None:
         pytest.skip(f"the real-model delegate suite needs {_package}", allow_module_level=True)
 
-from atenlint.cache import cache_dir
 
-from .agreement import MODELS, REPO, run_atenlint, versions
+from .agreement import MODELS, REPO, cached_truth, run_atenlint, versions
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "delegate_truth.py")
@@ -78,33 +75,9 @@ def _digest(path: str) -> str:
 def real_lowering(path: str) -> dict:
     """What the real lowering did with one model file, computed once per package versions,
     runner source and model source."""
-    folder = os.path.join(cache_dir(), "real-models-delegate-truth")
-    os.makedirs(folder, exist_ok=True)
-    cached = os.path.join(folder, f"{os.path.basename(path)[:-3]}-{_digest(path)}.json")
-    if os.path.exists(cached):
-        with open(cached, encoding="utf-8") as handle:
-            return json.load(handle)
-    partial = f"{cached}.part{os.getpid()}"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONWARNINGS="ignore")
-    subprocess.run(
-        [sys.executable, RUNNER, partial, path, *DELEGATES],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        timeout=TRUTH_TIMEOUT_S,
-        env=env,
-        cwd=REPO,
-        check=False,
-    )
-    try:
-        with open(partial, encoding="utf-8") as handle:
-            result = json.load(handle)
-        os.remove(partial)
-    except (OSError, ValueError):
-        return {"crashed": "the delegate ground-truth runner left no result (killed or crashed)"}
-    if result.get("complete"):  # only a finished run is worth keeping
-        with open(cached, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1, sort_keys=True)
-    return result
+    name = f"{os.path.basename(path)[:-3]}-{_digest(path)}"
+    command = [RUNNER, path, *DELEGATES]
+    return cached_truth("real-models-delegate-truth", name, command, TRUTH_TIMEOUT_S, "delegate")
 
 
 @pytest.fixture(scope="module")
