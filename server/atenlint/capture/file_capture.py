@@ -358,12 +358,6 @@ class _ClassCapture:
         # Inputs atenlint inferred (no `inputs` configured) and saw run: their expression.
         # A failure with them is never a finding (they were a guess): that view falls back.
         self.inferred: str | None = None
-        # Constructor arguments atenlint inferred (nothing configured says how to build the
-        # class): the call used. Like inferred inputs, a guess: a front end that fails on the
-        # class built this way is no finding, and what it could not analyse is reported as
-        # not built (`_unbuilt_into`), as it was before arguments were inferred.
-        self.arguments_inferred: str | None = None
-        self._arguments_needed: tuple[list[str], str] = ([], "")  # the constructor's missing, signature
         self._deferred = False  # inference waits for TorchScript to fail first
         self._record: BuildRecord | None = None  # this class's build (the inputs' `model`)
         self._dispatch: tuple[list[CapturedOp], Any] | None = None  # entries, trace notes
@@ -373,6 +367,14 @@ class _ClassCapture:
         self._script_capture: Any = None
         self._static: ClassAnswer | None = None  # the source's capture of every tree view
         self._final: ClassAnswer | None = None
+
+    @property
+    def arguments_inferred(self) -> str | None:
+        """The constructor call atenlint inferred (nothing configured says how to build the
+        class), from this class's build. Like inferred inputs, a guess: a front end that fails
+        on the class built this way is no finding, and what it could not analyse is reported
+        as not built (`_unbuilt_into`), as it was before arguments were inferred."""
+        return self._record.arguments if self._record is not None else None
 
     # -- the two steps ----------------------------------------------------------------
     def start(self) -> None:
@@ -401,9 +403,6 @@ class _ClassCapture:
             # which build worked: meta, meta + moved, CPU
             self.build_record = (record.path, record.moved[:10])
             self._record = record
-            if record.arguments is not None:
-                self.arguments_inferred = record.arguments
-                self._arguments_needed = (list(record.missing), record.signature)
         wants_trees = any(v != SCRIPT_VIEW for v in self.views)
         if self.budget is not None and self.instance is not None and not self.config.get("inputs") and wants_trees:
             self._infer_within_budget(scripted_first=True)
@@ -562,17 +561,17 @@ class _ClassCapture:
         """A class built with guessed arguments that neither a trace nor TorchScript could
         analyse: reported as not built (its constructor needs arguments), read from source,
         exactly as when no arguments were guessed."""
-        missing, signature = self._arguments_needed
+        assert self._record is not None  # built, with inferred arguments
+        missing = list(self._record.missing)
         result["status"] = STATUS_BUILD_FAILED
-        result["build_error"] = {
-            "message": f"its constructor needs {', '.join(missing)} (with the arguments atenlint inferred, "
+        failure = BuildFailure(
+            f"its constructor needs {', '.join(missing)} (with the arguments atenlint inferred, "
             f"`{self.arguments_inferred}`, TorchScript could not compile it: a guess proves nothing)",
-            "missing": missing,
-            "signature": signature,
-            "kind": "arguments",
-            "package": None,
-            "site": None,
-        }
+            missing,
+            self._record.signature,
+            kind="arguments",
+        )
+        result["build_error"] = cast("BuildError", failure.as_json())  # loader.py's record, untyped there
         result.pop("script_error", None)
         result.pop("capture", None)
         result.pop("fallback", None)

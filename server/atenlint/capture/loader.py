@@ -596,13 +596,11 @@ def build(
     from .building import (
         BUILD_CPU,
         BUILD_META,
-        BUILD_META_MOVED,
         CPU_BUILD_MEMORY_MB,
         factory_function,
         is_memory_error,
         memory_cap,
         missing_package,
-        move_to_meta,
     )
 
     global _last_build
@@ -679,14 +677,20 @@ def build(
         raise BuildFailure(
             f"`{made_by}` returned {type(instance).__name__}, not an nn.Module", [], signature, kind="factory"
         )
+    path, moved = _moved_to_meta(instance, path)
+    _last_build = BuildRecord(cls, module, instance, config, path, moved)
+    return instance
+
+
+def _moved_to_meta(instance: torch.nn.Module, path: str) -> tuple[str, list[Any]]:
+    """Tensors the constructor made off meta, moved there, and the build path that says so."""
+    from .building import BUILD_META, BUILD_META_MOVED, move_to_meta
+
     try:
         moved = move_to_meta(instance)
     except Exception:  # noqa: BLE001 - tensors that refuse to move: script capture does not need them
         moved = []
-    if moved and path == BUILD_META:
-        path = BUILD_META_MOVED
-    _last_build = BuildRecord(cls, module, instance, config, path, moved)
-    return instance
+    return (BUILD_META_MOVED if moved and path == BUILD_META else path), moved
 
 
 def _not_installed(error: BaseException, package: str, signature: str) -> BuildFailure:
@@ -713,7 +717,7 @@ def _build_inferred(
     """The first of the inferred constructor calls that builds an nn.Module, on meta (or, for
     a constructor meta cannot run, on the CPU under a small cap), in the candidates' order;
     BuildFailure "arguments" (as with no inference) when none does."""
-    from .building import BUILD_CPU, BUILD_META, BUILD_META_MOVED, memory_cap, missing_package, move_to_meta
+    from .building import BUILD_CPU, BUILD_META, memory_cap, missing_package
     from .constructor_args import candidates, evaluate_call
 
     global _last_build
@@ -742,12 +746,7 @@ def _build_inferred(
             path = BUILD_CPU
         if not isinstance(instance, torch.nn.Module):
             continue
-        try:
-            moved = move_to_meta(instance)
-        except Exception:  # noqa: BLE001 - tensors that refuse to move: script capture does not need them
-            moved = []
-        if moved and path == BUILD_META:
-            path = BUILD_META_MOVED
+        path, moved = _moved_to_meta(instance, path)
         _last_build = BuildRecord(
             cls,
             module,
