@@ -49,8 +49,14 @@ DETAILS = {
     "only torch's run-time warning.",
     "COMPILE001": "Where the break is a `print(...)` statement whose arguments write nothing, the quick fix "
     "*Print only when not compiling* puts it under `if not torch.compiler.is_compiling():` (exact: the module "
-    "computes the same; it still prints when run eagerly).",
-    "COMPILE002": "The same `print` quick fix as COMPILE001.",
+    "computes the same; it still prints when run eagerly). Where it is an `if`/`else` (or `A if p else B`) on a "
+    "boolean tensor whose sides only assign the same names from values that compute nothing else, *Select with "
+    "torch.where* rewrites it as `torch.where(p, A, B)`; where both branches return or set the names used "
+    "after them, *Branch with torch.cond* turns them into nested functions for `torch.cond`. Both are right "
+    "only while both sides give tensors of one shape, dtype and device (not preferred; `--fix` needs "
+    "`--unsafe-fixes`); see docs/targets.md. An `.item()` break gets an explanation: only Dynamo's "
+    "`capture_scalar_outputs` config (or `fullgraph=True`) keeps it in the graph; `torch._check` does not.",
+    "COMPILE002": "The same quick fixes as COMPILE001.",
     "COMPILE004": "Read from the installed Inductor's tables (`torch._inductor.lowering`): no lowering, a "
     "registered fallback (`make_fallback`), or a lowering that needs a code generator feature the device's "
     "backend lacks (SCAN, SORT on the cpu). A kernel boundary and a copy, never an error.",
@@ -60,6 +66,11 @@ DETAILS = {
     "ET012": "The partitioner decides per node of the program `torch.export` makes from example inputs; the "
     "class was only scripted or read from source (no `# atenlint: inputs=...`, none inferred for it). One note "
     "per class and delegate; its calls are still judged where a traced class uses it.",
+    "ET013": "The partitioner asked only whether the backend knows the op's name; the backend's conversion of "
+    "the delegated partition (Core ML: `coremltools.convert` in `CoreMLBackend.preprocess`, for the default "
+    "deployment target) refuses the node, so `to_edge_transform_and_lower` raises. Rewrite the call, raise the "
+    "deployment target in the partitioner's compile specs where the message asks for it, or keep the op out "
+    "of the delegate (`skip_ops_for_coreml_delegation`).",
     "TRT002": "Reported only when the call's constant arguments show that the converter's capability validator "
     "declines it (`ceil_mode=True` or a dilation on a pool, `divisor_override`, `topk` with k > 3840, "
     "a zero-sized `as_strided`); a validator that only may decline (shapes, dtypes, TensorRT-RTX) is not.",

@@ -83,6 +83,7 @@ class Engine:
         self._targets: dict[tuple[Any, ...], list[Target]] = {}
         self._registry_failures: dict[tuple[Any, ...], RegistryUnavailable] = {}
         self._start_lock = threading.Lock()
+        self._targets_lock = threading.RLock()
         self._background_start: threading.Thread | None = None
         self._background_failure: Exception | None = None
         # Stored results by mode (executed or source only), when kept between runs
@@ -177,11 +178,19 @@ class Engine:
             self.start()
             if self.native is None:
                 raise RuntimeError("the support tables are not loaded")
-            try:
-                self._targets[key] = build_targets(settings, self.native, cast(Hello, self.hello), self.pool, self.log)
-            except RegistryUnavailable as error:
-                self._registry_failures[key] = error
-                raise
+            # Once per key, whichever thread asks first: the others (check_paths' threads,
+            # the editor's checks) wait for it rather than read the registries again.
+            with self._targets_lock:
+                if key in self._registry_failures:
+                    raise self._registry_failures[key]
+                if key not in self._targets:
+                    try:
+                        self._targets[key] = build_targets(
+                            settings, self.native, cast(Hello, self.hello), self.pool, self.log
+                        )
+                    except RegistryUnavailable as error:
+                        self._registry_failures[key] = error
+                        raise
         return self._targets[key]
 
     def warm(self, settings: Settings) -> list[WarmAnswer]:

@@ -479,8 +479,13 @@ def check_paths(
             store_result(cache, snapshot, snapshot.display or snapshot.path, result, analyser.torch_version)
         return _Checked.of_result(result)
 
-    if jobs > 1 and len(to_check) > 1:
-        with ThreadPoolExecutor(max_workers=jobs) as executor:
+    if len(to_check) > 1:
+        # One thread more than workers: while every worker captures a file, the next file is
+        # read, parsed and its request built, and the last answer judged, so no worker waits
+        # for this process between files. Each file is analysed on its own (in a forked child,
+        # or by a worker whose state is reset after it): the order the workers take the files
+        # in changes no finding, as with several workers.
+        with ThreadPoolExecutor(max_workers=jobs + 1) as executor:
             checked = dict(zip(to_check, executor.map(run, to_check)))
     else:
         checked = {i: run(i) for i in to_check}

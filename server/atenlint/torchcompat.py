@@ -796,6 +796,28 @@ def cia_ops_cached() -> Iterator[None]:
                 setattr(module, _CIA_NAME, function)
 
 
+def collect_composite_ops() -> None:
+    """Have torch.export collect its CompositeImplicitAutograd ops once, inside
+    `cia_ops_cached`, so the cache holds them for the current op registry state (the
+    delegate views' worker does it before it forks). Nothing where this torch has no such
+    function."""
+    for path in _CIA_PATHS:
+        try:
+            module = _resolve(path)
+        except LookupError:
+            continue
+        if callable(getattr(module, _CIA_NAME, None)):
+            with cia_ops_cached():
+                getattr(module, _CIA_NAME)()  # the cached one cia_ops_cached put in place: it fills
+            return
+
+
+def fake_tensor_type() -> type:
+    """torch's FakeTensor class: a fake-mode program's constants are instances of it."""
+    found: type = _first(FAKE_TENSORS, "torch._subclasses.fake_tensor.FakeTensor", "torch._subclasses.FakeTensor")
+    return found
+
+
 def is_aten_dialect(program: Any) -> bool:
     """Whether an ExportedProgram is already in torch.export's ATen IR (functional, what
     `run_decompositions` returns), not the training IR `torch.export.export` makes."""
@@ -1092,6 +1114,12 @@ def dynamo() -> Any:
     for path in _PROBES[DYNAMO.name]:
         _first(DYNAMO, *path)
     return _first(DYNAMO, "torch._dynamo")
+
+
+def dynamo_counters() -> Any | None:
+    """Dynamo's event counters (`torch._dynamo.utils.counters`: frames compiled, skipped,
+    unimplemented reasons), or None when this torch has none."""
+    return _optional(DYNAMO, "torch._dynamo.utils.counters")
 
 
 def dynamo_config() -> Any | None:

@@ -18,12 +18,15 @@ from torch import nn
 pytest.importorskip("executorch.exir")
 
 from atenlint import torchcompat
+from atenlint.capture import delegate_view
 from atenlint.capture.decompose import canonical_name
 from atenlint.capture.delegate_view import (
     DelegateUnavailable,
+    _functional_copy,
     delegate_nodes,
     merged_delegate,
     partitioner,
+    preload,
 )
 from atenlint.capture.graphs import on_fake_cpu
 
@@ -109,12 +112,163 @@ def test_undelegated_nodes_agree_with_the_real_lowering(name: str) -> None:
         assert "torch.cumsum" in (cumsum.node.meta.get("stack_trace") or "")
 
 
+class SpaceToDepth(nn.Module):
+    """`pixel_unshuffle`: Core ML's partitioner takes it (coremltools registers a translation),
+    which builds an iOS 16 MIL op, so the conversion for the default target (iOS 15) fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(12, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(nn.functional.pixel_unshuffle(x, 2)).relu()
+
+
+class UnsortedTopk(nn.Module):
+    """`topk(sorted=False)`: taken, refused by coremltools' translation before iOS 16."""
+
+    def forward(self, s: torch.Tensor) -> torch.Tensor:
+        return torch.topk(s, 3, sorted=False)[0] * 2
+
+
+class Both(nn.Module):
+    """Both refusals in one partition, a conv that depends on the first (not judged: the real
+    conversion stops before it) and a relu that depends on neither (converts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.space = SpaceToDepth()
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        return self.space(x).sum() + torch.topk(s, 3, sorted=False)[0].sum() + s.relu().sum()
+
+
+_CORE_ML_CASES = {
+    "SpaceToDepth": (SpaceToDepth, lambda: (torch.randn(1, 3, 8, 8),)),
+    "UnsortedTopk": (UnsortedTopk, lambda: (torch.randn(2, 10),)),
+}
+
+
+def _core_ml_nodes(cls: type[nn.Module], inputs: tuple[torch.Tensor, ...]) -> list[Any]:
+    with torch.device("meta"):
+        module = cls().eval()
+    args = tuple(t.to("meta") for t in inputs)
+    with on_fake_cpu(module, args, {}) as (_mode, fake_args, _kwargs), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(module, tuple(fake_args), strict=False)
+        try:
+            return delegate_nodes(exported, "coreml")
+        except DelegateUnavailable as error:
+            pytest.skip(str(error))
+
+
+@pytest.mark.parametrize("case", sorted(_CORE_ML_CASES))
+def test_a_node_core_ml_takes_but_cannot_convert_fails_as_the_real_lowering_does(case: str) -> None:
+    """The real `to_edge_transform_and_lower` with the CoreMLPartitioner raises in the backend's
+    conversion, with the words atenlint records on that node (taken by the partitioner)."""
+    cls, inputs = _CORE_ML_CASES[case]
+    nodes = _core_ml_nodes(cls, inputs())
+    refused = [n for n in nodes if n.not_converted]
+    assert len(refused) == 1 and refused[0].delegated
+    to_edge_transform_and_lower = importlib.import_module("executorch.exir").to_edge_transform_and_lower
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(cls().eval(), inputs(), strict=False)
+        with pytest.raises(Exception) as raised:  # whatever coremltools raises
+            to_edge_transform_and_lower(exported, partitioner=[partitioner("coreml")])
+    assert f"{type(raised.value).__name__}: {raised.value}".startswith(refused[0].not_converted)
+    assert refused[0].op == {"SpaceToDepth": "aten::pixel_unshuffle", "UnsortedTopk": "aten::topk"}[case]
+    assert refused[0].facts()["not_converted"] == refused[0].not_converted
+
+
+def test_every_refused_node_is_found_and_those_that_depend_on_one_are_not_judged() -> None:
+    nodes = _core_ml_nodes(Both, (torch.randn(1, 3, 8, 8), torch.randn(2, 10)))
+    assert {n.op for n in nodes if n.not_converted} == {"aten::pixel_unshuffle", "aten::topk"}
+    # The conv after pixel_unshuffle is never reached by the real conversion: no claim; the
+    # relu beside converts.
+    assert all(not n.not_converted for n in nodes if n.op in ("aten::convolution", "aten::relu"))
+    assert all(n.delegated for n in nodes if n.op in ("aten::convolution", "aten::relu"))
+
+
+def test_a_delegate_without_a_backend_check_records_no_conversion() -> None:
+    """XNNPACK's preprocess is not run: its nodes carry no conversion verdict."""
+    with torch.device("meta"):
+        module = SpaceToDepth().eval()
+    with on_fake_cpu(module, (torch.randn(1, 3, 8, 8).to("meta"),), {}) as (_m, fake_args, _k):
+        exported = torch.export.export(module, tuple(fake_args), strict=False)
+        nodes = delegate_nodes(exported, "xnnpack")
+    assert nodes and not any(n.not_converted for n in nodes)
+
+
+def _exported_mixed() -> Any:
+    with torch.device("meta"):
+        module = Mixed().eval()
+    args = tuple(t.to("meta") for t in _inputs())
+    with on_fake_cpu(module, args, {}) as (_mode, fake_args, _kwargs), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.export.export(module, tuple(fake_args), strict=False)
+
+
+def test_a_worker_that_preloaded_a_delegate_collects_no_composite_ops_in_its_views(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After `preload`, a delegate view asks torch.export's composite-op list only from the
+    cache the worker filled before forking: the op registry's state does not move (every op
+    loaded, to_edge's kept ops registered), so no child walks the namespaces again."""
+    utils = importlib.import_module("torch._export.utils")
+    original = utils._collect_all_valid_cia_ops
+    walks: list[int] = []
+
+    def counted() -> Any:
+        walks.append(1)
+        return original()
+
+    monkeypatch.setattr(utils, "_collect_all_valid_cia_ops", counted)
+    preload("xnnpack")  # collects it (unless this process's cache already holds this state)
+    exported = _exported_mixed()
+    walks.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nodes = delegate_nodes(exported, "xnnpack")
+    assert nodes and not walks
+
+
+def test_delegate_views_of_one_program_share_its_functionalisation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run_decompositions({})`, the first step of to_edge, runs once per program however many
+    delegate views are asked; each view gets its own copy (to_edge's passes change it), and
+    the nodes each view reports are those of executorch functionalising it itself."""
+    exported = _exported_mixed()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = _functional_copy(exported, partitioner("xnnpack"))
+        retraces: list[int] = []
+        program_type = type(exported)
+        original = program_type.run_decompositions
+
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            retraces.append(1)
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(program_type, "run_decompositions", counted)
+        second = _functional_copy(exported, partitioner("vulkan"))
+        assert not retraces and first is not second and first.graph_module is not second.graph_module
+        assert [str(n.target) for n in first.graph.nodes] == [str(n.target) for n in second.graph.nodes]
+        monkeypatch.undo()
+        shared = [(n.op, n.delegated, n.reasons) for n in delegate_nodes(exported, "xnnpack")]
+        monkeypatch.setattr(delegate_view, "_functional_copy", lambda *_: None)  # executorch does it all
+        alone = [(n.op, n.delegated, n.reasons) for n in delegate_nodes(exported, "xnnpack")]
+    assert shared == alone
+
+
 def test_several_nodes_at_one_site_are_taken_only_if_all_are() -> None:
     first = merged_delegate(None, {"delegated": True})
     both = merged_delegate({"delegate": first}, {"delegated": False, "reasons": ["invalid dtype"]})
     assert both == {"delegated": False, "reasons": ["invalid dtype"], "nodes": 2, "taken": 1}
     quantized = merged_delegate({"delegate": {"delegated": False, "quantized_only": True}}, {"delegated": True})
     assert quantized["quantized_only"] is True and quantized["taken"] == 1
+    # One node the backend cannot convert fails the lowering: the site keeps its words.
+    refused = merged_delegate({"delegate": {"delegated": True}}, {"delegated": True, "not_converted": "E: no"})
+    assert refused["not_converted"] == "E: no" and refused["delegated"] is True
 
 
 def test_cached_cia_collection_answers_as_torch_and_sees_new_ops() -> None:

@@ -215,3 +215,72 @@ def test_an_op_with_a_value_dependent_size_is_said_as_such():
     (found,) = answer["breaks"]
     assert "capture_dynamic_output_shape_ops" in found["details"]
     assert "capture_dynamic_output_shape_ops" in user_words(f"{reason}\n{found['details']}")
+
+
+LOOP_CASES = """
+import torch
+
+
+class LoopBranch(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        for _ in range(3):
+            if x.sum() > 0:
+                x = x + 1
+            else:
+                x = x - 1
+        return x + y
+
+
+class Step(torch.nn.Module):
+    def forward(self, x):
+        if x.max() > 0:
+            return x.relu()
+        return x
+
+
+class LoopOverSteps(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = torch.nn.ModuleList([Step(), Step()])
+
+    def forward(self, x):
+        for step in self.steps:
+            x = step(x)
+        return x
+"""
+
+
+def _line_in(path, text):
+    with open(path, encoding="utf-8") as handle:
+        return next(number for number, line in enumerate(handle, 1) if text in line)
+
+
+def test_a_break_in_a_loop_that_makes_dynamo_skip_the_frame_is_reported(tmp_path):
+    """A break inside a for loop: Dynamo cannot resume there, skips the whole frame and runs
+    it eagerly; `explain` then counts no graph and no break, yet fullgraph=True raises. The
+    view reports the break where fullgraph=True raises, and the fullgraph verdict."""
+    path = tmp_path / "loop_cases.py"
+    path.write_text(LOOP_CASES, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("loop_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.ones(2, 3)
+    model = module.LoopBranch().eval()
+    assert _explain(model, x) == []  # what explain says on the installed torch: nothing
+    assert _fullgraph_compiles(model, x) is False
+    branch = _line_in(path, "if x.sum() > 0:")
+    answer = dynamo_breaks(model, (x,), {})
+    assert "error" not in answer
+    (found,) = answer["breaks"]
+    assert (found["site"]["file"], found["site"]["line"]) == (str(path), branch)
+    assert "skips the whole frame" in found["details"]
+    assert "fullgraph" not in answer  # asked only by the fullgraph setting
+    strict = dynamo_breaks(model, (x,), {}, fullgraph=True)
+    assert strict["fullgraph"] is False and strict["fullgraph_error"]["site"]["line"] == branch
+    # The break is in a submodule called from the loop: Dynamo records it in the submodule's
+    # own frame; the skipped loop frame adds no second report of the same line.
+    steps = module.LoopOverSteps().eval()
+    lines = [b["site"]["line"] for b in dynamo_breaks(steps, (x,), {})["breaks"]]
+    assert set(lines) == {_line_in(path, "if x.max() > 0:")}
+    assert set(lines) == {line for _, line in _explain(steps, x)}

@@ -359,10 +359,11 @@ def test_export_views_of_a_scripted_class_never_take_the_attention_fast_path(tmp
     assert any("executorch-export" in e["trees"] for e in cls["ops"])
 
 
-def test_one_trace_serves_both_jit_views_and_chunk_is_canonicalised(monkeypatch):
-    """coremltools' and the TorchScript ONNX exporter's graphs come from one trace; both
-    run the fuser canonicalisation that the exporter's `_optimize_graph` runs before its
-    ONNX passes, so an unpacked `chunk` is `prim::ConstantChunk` (exported at opset 9)."""
+def test_each_jit_view_is_its_converters_own_trace_and_chunk_is_canonicalised(monkeypatch):
+    """coremltools converts `torch.jit.trace`'s graph, the TorchScript ONNX exporter its own
+    trace: one trace each. Both run the fuser canonicalisation that the exporter's
+    `_optimize_graph` runs before its ONNX passes, so an unpacked `chunk` is
+    `prim::ConstantChunk` (exported at opset 9)."""
     import torch
 
     from atenlint.capture.graphs import jit_graph_ops
@@ -377,16 +378,88 @@ def test_one_trace_serves_both_jit_views_and_chunk_is_canonicalised(monkeypatch)
             return a * b.sigmoid()
 
     traces = []
-    original = torch.jit._get_trace_graph
+    original_exporter, original_trace = torch.jit._get_trace_graph, torch.jit.trace
 
-    def counting(*args, **kwargs):
-        traces.append(1)
-        return original(*args, **kwargs)
+    def exporter_trace(*args, **kwargs):
+        traces.append("onnx-jit")
+        return original_exporter(*args, **kwargs)
 
-    monkeypatch.setattr(torch.jit, "_get_trace_graph", counting)
+    def jit_trace(*args, **kwargs):
+        traces.append("jit")
+        return original_trace(*args, **kwargs)
+
+    monkeypatch.setattr(torch.jit, "_get_trace_graph", exporter_trace)
+    monkeypatch.setattr(torch.jit, "trace", jit_trace)
     found = jit_graph_ops(Gate(), (torch.randn(2, 8),), {}, ("jit", "onnx-jit"))
-    assert len(traces) == 1
+    assert sorted(traces) == ["jit", "onnx-jit"]
     for view in ("jit", "onnx-jit"):
         ops = {op.op for op in found if op.view == view}
         assert {"aten::linear", "aten::sigmoid", "aten::mul"} <= ops, (view, ops)
         assert "aten::chunk" not in ops, (view, ops)
+
+
+def _kernels_loaded() -> bool:
+    return True  # constant, as torchvision's `_has_ops()` once its extension is loaded
+
+
+def _checked_double(x):
+    # torchvision's `nms` pattern: a scripted check whose failing branch never runs.
+    if not _kernels_loaded():
+        raise RuntimeError("kernels missing")
+    return x * 2
+
+
+def test_a_scripted_functions_constant_branch_is_folded_as_each_converter_folds_it():
+    """A `@torch.jit._script_if_tracing` function (torchvision's `batched_nms` -> `nms` ->
+    `_assert_has_ops()`) is recorded as a call whose body holds `if not _has_ops(): raise`.
+    coremltools inlines the function's optimised graph (constants propagated: no
+    `aten::__not__` left, which it has no translation for); the TorchScript ONNX exporter
+    substitutes the compiled body, then its `_optimize_graph` propagates constants. Neither
+    converter sees the dead branch, so neither view holds it."""
+    import torch
+
+    from atenlint.capture.graphs import jit_graph_ops
+
+    checked = torch.jit._script_if_tracing(_checked_double)
+
+    class Doubler(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return checked(self.lin(x)).relu()
+
+    found = jit_graph_ops(Doubler(), (torch.randn(2, 4),), {}, ("jit", "onnx-jit"))
+    for view in ("jit", "onnx-jit"):
+        ops = {op.op for op in found if op.view == view}
+        assert {"aten::linear", "aten::mul", "aten::relu"} <= ops, (view, ops)
+        assert not {"aten::__not__", "prim::RaiseException"} & ops, (view, ops)
+
+
+def test_the_coreml_view_matches_the_graph_coremltools_converts():
+    """The jit view is what coremltools' own `_expand_and_optimize_ir` leaves of
+    `torch.jit.trace`'s graph, op for op, on the scripted-function pattern."""
+    pytest.importorskip("coremltools")
+    import torch
+    from coremltools.converters.mil.frontend.torch.torchscript_utils import _expand_and_optimize_ir
+
+    from atenlint.capture.graphs import jit_graph_ops
+
+    checked = torch.jit._script_if_tracing(_checked_double)
+
+    class Doubler(torch.nn.Module):
+        def forward(self, x):
+            return checked(x).sigmoid()
+
+    x = torch.randn(2, 4)
+    graph, _, _ = _expand_and_optimize_ir(torch.jit.trace(Doubler(), (x,)))
+    theirs = set()
+    pending = list(graph.nodes())
+    while pending:
+        node = pending.pop()
+        theirs.add(node.kind())
+        pending += [inner for block in node.blocks() for inner in block.nodes()]
+    ours = {op.op for op in jit_graph_ops(Doubler(), (x,), {}, ("jit",))}
+    assert ours == {kind for kind in theirs if kind.startswith("aten::")}
+    assert "aten::mul" in ours and "aten::__not__" not in ours

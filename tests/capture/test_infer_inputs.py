@@ -368,3 +368,173 @@ def test_the_request_sets_the_budget() -> None:
     two = _inference_budget(2)
     assert two is not None and two.remaining == 2
     assert _inference_budget(False) is None and _inference_budget(0) is None
+
+
+ENCLOSED_SOURCE = """
+    import torch
+    import torch.nn as nn
+
+
+    class Mixer(nn.Module):
+        def __init__(self, spec):  # nothing guesses `spec`: built only inside Model
+            super().__init__()
+            self.proj = nn.Linear(spec["width"], spec["width"])
+
+        def forward(self, x, scale: float = 1.0):
+            return self.proj(x) * scale
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Linear(8, 12)
+            self.mixer = Mixer(self.spec())
+
+        @staticmethod
+        def spec():
+            return {"width": 12}
+
+        def forward(self, x):
+            return self.mixer(self.inp(x), scale=2.0)
+"""
+
+
+def test_a_part_no_guess_builds_is_traced_as_the_enclosing_model_built_and_called_it(tmp_path: Any) -> None:
+    """Mixer cannot be built alone; Model's inferred run builds one and hands it a tensor
+    and a keyword: the part is traced on that instance with those arguments (written as
+    positional ones), and the answer says where the instance came from."""
+    path = tmp_path / "enclosed_case.py"
+    path.write_text(textwrap.dedent(ENCLOSED_SOURCE).lstrip())
+    request = {
+        "path": str(path),
+        "module": "enclosed_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {"Mixer": {}, "Model": {}},
+        "devices": ["cpu"],
+        "views": ["dispatch", "export"],
+    }
+    by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
+    assert by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
+    mixer = by_name["Mixer"]
+    assert mixer["capture"] == "trace" and mixer["status"] == "ok" and "build_error" not in mixer
+    assert mixer["inputs_inferred"] == "(torch.randn((2, 16, 12)), 2.0)"
+    assert mixer["arguments_inferred"] == "Model().mixer"
+    assert {"dispatch", "export"} <= set(mixer["covered"])
+    # Without the enclosing run (inference off) it is what it was: not built, read from source.
+    request["infer_inputs"] = False
+    alone = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}["Mixer"]
+    assert alone["status"] == "build_failed" and alone.get("capture") != "trace"
+
+
+def test_the_arguments_a_submodule_received_are_written_as_one_positional_expression() -> None:
+    from atenlint.capture.infer_inputs import call_expression
+
+    class Part(torch.nn.Module):
+        def forward(self, x, mask=None, scale=1.0, *, keyword=0):
+            return x
+
+    part = Part()
+    x = torch.empty(2, 3, device="meta")
+    assert call_expression(part, (x,), {}) == "(torch.randn((2, 3)),)"
+    # A later keyword fills the defaults before it in; nothing after it is written.
+    assert call_expression(part, (x,), {"scale": 0.5}) == "(torch.randn((2, 3)), None, 0.5)"
+    ids = torch.empty(4, dtype=torch.int32, device="meta")
+    flags = torch.empty(2, 5, dtype=torch.bool, device="meta")
+    assert call_expression(part, (ids, flags), {}) == (
+        "(torch.randint(0, 2, (4,), dtype=torch.int32), torch.ones((2, 5), dtype=torch.bool))"
+    )
+    # What no expression can write: a keyword-only parameter, an object, a complex tensor.
+    assert call_expression(part, (x,), {"keyword": 1}) is None
+    assert call_expression(part, (object(),), {}) is None
+    assert call_expression(part, (torch.empty(2, dtype=torch.complex64, device="meta"),), {}) is None
+    for written in ("(torch.randn((2, 3)), None, 0.5)", "(torch.randint(0, 2, (4,), dtype=torch.int32),)"):
+        assert all(t.device.type == "meta" for t in evaluate(written, "meta") if isinstance(t, torch.Tensor))
+
+
+def test_a_layer_of_the_projects_own_is_read_from_the_weight_it_keeps(tmp_path: Any) -> None:
+    """A weight-normalised convolution written in the project (lucidrains' Karras U-Net):
+    its `weight` in torch's `(out, in, *kernel)` layout says the channels and the rank, as
+    `in_channels` does for `nn.Conv2d`; a 2-D weight is a linear layer's `(out, in)`."""
+    module = load_module(
+        tmp_path,
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Conv2d(nn.Module):
+            def __init__(self, dim_in, dim_out, kernel_size):
+                super().__init__()
+                self.weight = nn.Parameter(torch.randn(dim_out, dim_in, kernel_size, kernel_size))
+
+            def forward(self, x):
+                return F.conv2d(x, F.normalize(self.weight, dim=1), padding="same")
+
+        class Linear(nn.Module):
+            def __init__(self, dim_in, dim_out):
+                super().__init__()
+                self.weight = nn.Parameter(torch.randn(dim_out, dim_in))
+
+            def forward(self, x):
+                return F.linear(x, self.weight)
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = Conv2d(6, 8, 3)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = Linear(12, 4)
+
+            def forward(self, features):
+                return self.proj(features)
+        """,
+        "infer_own_layers",
+    )
+    with torch.device("meta"):
+        encoder, head = module.Encoder(), module.Head()
+    found = [c.expression for c in candidates(module.Encoder, encoder, module)]
+    assert found[0] == "(torch.randn(2, 6, 32, 32),)"
+    head_found = [c.expression for c in candidates(module.Head, head, module)]
+    assert head_found[0] == "(torch.randn(2, 16, 12),)" and "(torch.randn(2, 12),)" in head_found
+
+
+def test_the_widest_class_is_guessed_first_wherever_it_is_defined(tmp_path: Any) -> None:
+    """The model comes first in the file and its parts after it: it still gets the file's
+    first guess (it holds the most module classes), so one inferred trace runs every part
+    instead of the budget going to the parts defined last."""
+    from atenlint.capture.infer_inputs import INFERRED_CLASSES_PER_FILE
+
+    count = INFERRED_CLASSES_PER_FILE + 1
+    parts = "".join(
+        f"\n\nclass Part{i}(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.proj = nn.Linear(8, 8)\n\n    def forward(self, x):\n        return self.proj(x) + {i}\n"
+        for i in range(count)
+    )
+    model = (
+        "\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.parts = nn.ModuleList([{', '.join(f'Part{i}()' for i in range(count))}])\n\n"
+        "    def forward(self, x):\n        for part in self.parts:\n            x = part(x)\n        return x\n"
+    )
+    path = tmp_path / "widest_case.py"
+    # Model is defined first; its parts are resolved when it is built, after the import.
+    path.write_text("import torch.nn as nn\n" + model + parts)
+    request = {
+        "path": str(path),
+        "module": "widest_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {"Model": {}, **{f"Part{i}": {} for i in range(count)}},
+        "devices": ["cpu"],
+        "views": ["dispatch", "export"],
+    }
+    by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
+    assert by_name["Model"]["capture"] == "trace" and by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
+    # Every part ran inside Model's trace and TorchScript compiles it: scripted, no guess spent.
+    assert all("inputs_inferred" not in by_name[f"Part{i}"] for i in range(count))

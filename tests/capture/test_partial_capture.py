@@ -141,3 +141,15 @@ def test_a_file_that_cannot_be_imported_publishes_its_static_dispatch_view(tmp_p
     assert partial["import_error"] == final["import_error"]
     assert all(set(e["trees"]) == {"dispatch"} for c in partial["classes"] for e in c["ops"])
     assert any(c["ops"] for c in partial["classes"])
+
+
+def test_the_torchscript_view_alone_traces_nothing_and_says_no_trace_failed(
+    tmp_path: Any, graph_calls: list[str]
+) -> None:
+    """Only `script` asked (the torchscript target alone): torch.jit.script is the verdict,
+    so a class with inputs is scripted, with no "could not be traced" note (ATL011)."""
+    answer = file_capture.capture_file(_request(tmp_path, ["script"]))
+    assert graph_calls == []
+    traced = next(c for c in answer["classes"] if c["qualname"] == "Traced")
+    assert traced["status"] == "ok"
+    assert "trace_error" not in traced and "script_error" not in traced

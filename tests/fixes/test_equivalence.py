@@ -608,7 +608,11 @@ def test_rewrite_computes_the_same(case):
 
 # Rewrites of a whole statement, not of one call: their equivalence test runs the module
 # before and after the fix (same outputs on random inputs, and `fullgraph=True` compiles).
-CHECKED_ELSEWHERE = {"print-when-not-compiling": "tests/fixes/test_compile_fixes.py"}
+CHECKED_ELSEWHERE = {
+    "print-when-not-compiling": "tests/fixes/test_compile_fixes.py",
+    "select-with-where": "tests/fixes/test_compile_fixes_where.py",
+    "branch-with-cond": "tests/fixes/test_compile_fixes_cond.py",
+}
 
 
 def test_every_rewrite_has_an_equivalence_case():

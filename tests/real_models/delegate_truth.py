@@ -19,6 +19,10 @@ For each delegate (default: xnnpack), on real CPU tensors in eval mode under `no
   has a kernel in that runtime (`load_check: "kernels"`, against `"ran"`).
 
 A failure at any step is recorded with its message; the runner never judges an op itself.
+Where the lowering itself fails in the Core ML backend's conversion (coremltools converts
+the delegated partitions node by node and stops at the first it cannot), `failed_op` and
+`failed_frames` name the node coremltools was converting: its kind and the user frames of
+its recorded stack, read off the exception's own traceback.
 """
 
 from __future__ import annotations
@@ -54,8 +58,9 @@ def _name(op: torch._ops.OpOverload) -> str:
     return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
 
 
-def _user_frames(node: torch.fx.Node, model_path: str) -> list[str]:
-    """`path:line` of the frames of the node's stack in the model file."""
+def _user_frames(node, model_path: str) -> list[str]:
+    """`path:line` of the frames of the node's stack in the model file (an FX node's, or a
+    coremltools node's, which keeps the FX node's `meta`)."""
     out = []
     for line in (node.meta.get("stack_trace") or "").splitlines():
         line = line.strip()
@@ -73,7 +78,7 @@ def lower(exported, args, delegate: str, model_path: str) -> dict:
     try:
         lowered = exir.to_edge_transform_and_lower(exported, partitioner=[chosen])
     except Exception as error:  # noqa: BLE001 - the lowering itself fails
-        return {"lowered": False, "error": _short(error)}
+        return {"lowered": False, "error": _short(error), **_failed_node(error, model_path)}
     left: Counter[str] = Counter()
     frames: dict[str, set[str]] = {}
     delegated = 0
@@ -101,6 +106,22 @@ def lower(exported, args, delegate: str, model_path: str) -> dict:
     else:
         out.update(_kernels_present(lowered), load_check="kernels")
     return out
+
+
+def _failed_node(error: BaseException, model_path: str) -> dict:
+    """The node coremltools' `convert_nodes` was converting when the error was raised (the
+    innermost frame of that loop in the traceback), with its user frames; nothing when the
+    failure is elsewhere."""
+    node = None
+    traceback_entry = error.__traceback__
+    while traceback_entry is not None:
+        frame = traceback_entry.tb_frame
+        if frame.f_code.co_name == "convert_nodes" and "coremltools" in frame.f_code.co_filename:
+            node = frame.f_locals.get("node", node)
+        traceback_entry = traceback_entry.tb_next
+    if node is None:
+        return {}
+    return {"failed_op": str(node.kind), "failed_frames": sorted(set(_user_frames(node, model_path)))}
 
 
 def _registered_backends() -> set[str]:

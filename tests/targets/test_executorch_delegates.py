@@ -16,6 +16,7 @@ from atenlint.config import Settings, SettingsResolver
 from atenlint.targets.executorch_delegates import (
     DELEGATE_CODE,
     NO_KERNEL_CODE,
+    NOT_CONVERTED_CODE,
     NOT_JUDGED_CODE,
     UNAVAILABLE_CODE,
     DelegateTarget,
@@ -73,6 +74,19 @@ def test_a_node_left_to_the_cpu_without_a_portable_kernel_will_not_load() -> Non
     assert "portable kernel library" in verdict.message and "optimized" in verdict.message
     # The delegate takes it: no kernel needed on the CPU.
     assert target.problems(_leaf("aten::sort", delegated=True), ("eval",)) == []
+
+
+def test_a_node_taken_that_the_backend_cannot_convert_is_an_error_with_its_words() -> None:
+    target = DelegateTarget("executorch:coreml", _table(coreml={"available": True, "partitioner": "p"}), "2.13.0")
+    words = "ValueError: No available version for pixel_unshuffle in the coremltools.target.iOS15 opset"
+    problems = target.problems(_leaf("aten::pixel_unshuffle", delegated=True, not_converted=words), ("eval",))
+    verdict = target.verdict(problems)
+    assert (verdict.severity, verdict.code) == ("error", NOT_CONVERTED_CODE)
+    assert words in verdict.message and "`aten::pixel_unshuffle`" in verdict.message
+    assert "to_edge_transform_and_lower fails" in verdict.message and "CoreMLBackend.preprocess" in verdict.message
+    # The lowering fails before any program loads: it stands over a missing kernel at the same site.
+    also = target.problems(_leaf("aten::sort", delegated=False), ("eval",))
+    assert target.verdict(problems + also).code == NOT_CONVERTED_CODE
 
 
 def test_a_scripted_stand_in_judges_nothing() -> None:

@@ -118,3 +118,36 @@ def test_a_request_that_names_no_view_gets_the_front_ends_the_dispatcher_view_ne
     monkeypatch.setattr(main, "_warm_analysis", lambda *args: None)
     main._warm_for([], (CAPTURE_TRACE,))
     assert loaded == [True]
+
+
+def test_the_dispatcher_view_is_warmed_by_the_front_ends_alone(monkeypatch):
+    """The sample's analysis, about a second, runs only for the toolchains' views: a child's
+    first dispatcher-view capture costs no more than the next once the front ends are loaded."""
+    loaded: list[bool] = []
+    analysed: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    monkeypatch.setattr(main._Options, "warmed", set())
+    monkeypatch.setattr(main._Options, "pending_warm", [])
+    monkeypatch.setattr(main, "_preload_front_ends", lambda: loaded.append(True))
+    monkeypatch.setattr(main, "_warm_analysis", lambda views, paths, idle: analysed.append((views, paths)))
+    main._warm_for(["dispatch"], (CAPTURE_TRACE, CAPTURE_SCRIPT))
+    assert loaded and analysed == []
+    assert main._warmed_views() == {"dispatch"}  # a later request does not warm it again
+    main._warm_for(["dispatch", "executorch-export"], (CAPTURE_TRACE,))
+    assert analysed == [(("executorch-export",), (CAPTURE_TRACE,))]
+
+
+def test_views_warmed_while_idle_are_warmed_one_capture_path_at_a_time(monkeypatch):
+    """Between two paths the zygote looks for a request again: one that comes meanwhile
+    waits for one path's warm-up at most."""
+    analysed: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    monkeypatch.setattr(main._Options, "warmed", set())
+    monkeypatch.setattr(main._Options, "pending_warm", ["executorch-export"])
+    monkeypatch.setattr(main._Options, "front_ends_loaded", True)
+    monkeypatch.setattr(main, "_preload_front_ends", lambda: None)
+    monkeypatch.setattr(main, "_warm_analysis", lambda views, paths, idle: analysed.append((views, paths)))
+    main._warm_next()
+    assert analysed == [(("executorch-export",), (CAPTURE_TRACE,))]
+    assert main._Options.pending_warm == ["executorch-export"]
+    main._warm_next()
+    assert analysed[1] == (("executorch-export",), (CAPTURE_SCRIPT,))
+    assert main._Options.pending_warm == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -293,3 +294,60 @@ def test_a_cancelled_request_is_never_sent_nor_queued_for_a_worker(own_pool, tmp
     with cancelled_by(threading.Event()):  # a scope whose event is not set changes nothing
         assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []
     assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []  # nor does its end
+
+
+class _RunningProcess:
+    """Stands in for a started worker's process: alive until killed."""
+
+    pid = 0
+
+    def poll(self) -> int | None:
+        return None
+
+
+def test_starts_begun_in_the_background_are_waited_for_not_begun_again(monkeypatch):
+    """`start_in_background` (the CLI, before its own imports) starts every worker once; the
+    engine's `warm()` then waits for those starts and returns the first hello."""
+    begun: list[int] = []
+
+    def start(worker):
+        begun.append(id(worker))
+        worker.process = _RunningProcess()
+        worker.hello = {"torch": "2.x"}
+        return worker.hello
+
+    monkeypatch.setattr("atenlint.worker.pool.Worker.start", start)
+    pool = WorkerPool(2, WorkerSettings())
+    pool.start_in_background()
+    pool.start_in_background()  # a second call adds nothing
+    assert pool.warm(wait_for_all=True) == {"torch": "2.x"}
+    assert len(begun) == 2 and len(set(begun)) == 2
+    assert pool.warm() == {"torch": "2.x"}  # every worker alive: nothing starts again
+    assert len(begun) == 2
+
+
+def test_a_worker_that_cannot_start_in_the_background_fails_the_warm_that_waits(monkeypatch):
+    def start(worker):
+        raise WorkerFailure("start", "no interpreter")
+
+    monkeypatch.setattr("atenlint.worker.pool.Worker.start", start)
+    pool = WorkerPool(1, WorkerSettings())
+    pool.start_in_background()
+    with pytest.raises(WorkerFailure, match="no interpreter"):
+        pool.warm()
+
+
+def test_a_pool_that_does_not_wait_on_close_leaves_its_workers_to_end_on_their_own(own_pool):
+    """The CLI's pool (`wait_on_close=False`) does not wait for the workers' exit: each reads
+    the shutdown request and ends by itself (status 0, not killed), its run folder removed.
+    The next request of this pool starts a fresh worker."""
+    own_pool.warm()
+    worker = own_pool._all[0]
+    process, run_dir = worker.process, worker.run_dir
+    own_pool.wait_on_close = False
+    try:
+        own_pool.close()
+    finally:
+        own_pool.wait_on_close = True
+    assert run_dir is not None and not os.path.exists(run_dir)
+    assert process is not None and process.wait(timeout=120) == 0

@@ -35,7 +35,7 @@ class StandInWorkers:
 
         monkeypatch.setattr(Worker, "start", start)
         monkeypatch.setattr(Worker, "alive", property(lambda worker: worker.process is not None))
-        monkeypatch.setattr(Worker, "close", lambda worker: setattr(worker, "closed", True))
+        monkeypatch.setattr(Worker, "close", lambda worker, wait=True: setattr(worker, "closed", True))
 
 
 def test_warm_returns_when_the_first_worker_is_up(monkeypatch):

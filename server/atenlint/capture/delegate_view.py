@@ -26,10 +26,12 @@ asked for.
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import logging
 import re
 import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -67,6 +69,18 @@ class DelegateNode:
     delegated: bool
     reasons: tuple[str, ...]  # the partitioner's own words, first first
     quantized_only: bool  # an XNNPACK config takes this op only in a quantized pattern
+    not_converted: str = ""  # taken, but the delegate's backend cannot convert it: its words
+
+    def facts(self) -> dict[str, Any]:
+        """The node's DelegateFacts (worker/protocol.py), as its call site records them."""
+        facts: dict[str, Any] = {"delegated": self.delegated}
+        if self.reasons:
+            facts["reasons"] = list(self.reasons)
+        if self.quantized_only:
+            facts["quantized_only"] = True
+        if self.not_converted:
+            facts["not_converted"] = self.not_converted
+        return facts
 
 
 def delegate_name(view: str) -> str:
@@ -87,10 +101,48 @@ def preload(name: str) -> None:
     """Import what the delegate's view runs (its partitioner, executorch's `to_edge`)
     without running it: most of a first delegate view's cost, which a worker pays once
     before it forks its files' children. A delegate that cannot load here says so when
-    its view runs."""
+    its view runs. Then the CompositeImplicitAutograd ops are collected once, here
+    (`_composite_ops_collected`)."""
     with contextlib.suppress(DelegateUnavailable, ImportError):
-        partitioner(name)
-        _import_executorch("executorch.exir.program._program")
+        chosen = partitioner(name)
+        _no_decomposition_ops_registered(chosen, _import_executorch("executorch.exir.program._program"))
+    _composite_ops_collected()
+
+
+def _no_decomposition_ops_registered(chosen: Any, program: Any) -> None:
+    """The ops `to_edge` keeps from decomposition for this partitioner, registered now as
+    executorch registers them the first time a program needs them (`_register_no_decomp_op`:
+    one `EDGE_DO_NOT_DECOMP::` op per kept aten op, its schema and kernel the aten op's,
+    cached for the process). XNNPACK's and Vulkan's lists do not depend on the program (a
+    fixed list and a per-node filter), so every child would otherwise register the same ops
+    again, each registration a change of the op registry's state that makes the next
+    `run_decompositions` collect its composite ops again (`_composite_ops_collected`). A
+    partitioner without a per-node filter (Core ML) keeps ops without registering any."""
+    with contextlib.suppress(Exception):  # a partitioner that cannot say so here: its view registers them
+        sample = torch.export.export(torch.nn.Identity(), (torch.zeros(1),), strict=False)
+        kept, per_node = chosen.ops_to_not_decompose(sample)
+        if per_node is None:
+            return
+        for op in program._remove_invalid_ops_for_not_decompose(list(kept)):
+            program._register_no_decomp_op(op)
+
+
+def _composite_ops_collected() -> None:
+    """torch.export's list of CompositeImplicitAutograd ops (every `run_decompositions` asks
+    for it: each to_edge asks twice), computed here in the worker before it forks, so each
+    file's child finds it in `torchcompat.cia_ops_cached`'s cache instead of walking every
+    op namespace again (a quarter of a second per child once executorch's namespaces are
+    loaded). That cache is keyed by the op registry's state, which includes how many ops
+    each namespace has loaded, and a child's own export loads more as it meets them; so
+    every op the dispatcher has is loaded first (a Python object per op, about 0.1 s, once):
+    the state a child starts from is then the one it keeps, unless its code registers ops
+    of its own, and then the list is collected again, as it must be."""
+    for qualified in torchcompat.all_op_names():
+        namespace, _, rest = qualified.partition("::")
+        with contextlib.suppress(Exception):  # an op Python cannot name: nothing to load
+            getattr(getattr(torch.ops, namespace), rest.split(".", 1)[0])
+    with contextlib.suppress(Exception):  # a cold cache is slower, never wrong
+        torchcompat.collect_composite_ops()
 
 
 def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
@@ -104,11 +156,16 @@ def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
     except (ImportError, AttributeError) as error:
         raise DelegateUnavailable(f"executorch's to_edge_transform_and_lower internals: {error}") from None
     chosen = partitioner(name)
+    backend_check = BACKEND_CHECKS.get(name)
     with _quiet(), torchcompat.cia_ops_cached(), torchcompat.redecomposition_skipped(_uses_any_of()):
-        manager = edge_for({"forward": [chosen]}, {"forward": exported}, config, None, False)
+        program = _functional_copy(exported, chosen) or exported
+        manager = edge_for({"forward": [chosen]}, {"forward": program}, config, None, False)
         edge = manager.exported_program("forward")
         with _Reasons() as reasons:
             chosen.partition(edge)
+        tagged = {node for node in edge.graph_module.graph.nodes if node.meta.pop("delegation_tag", None) is not None}
+        # The second half of to_edge_transform_and_lower, where the backend converts what was taken.
+        not_converted = backend_check(manager) if backend_check is not None and tagged else {}
     quantized_only = _quantized_only_targets(chosen)
     out: list[DelegateNode] = []
     for node in edge.graph_module.graph.nodes:
@@ -117,20 +174,199 @@ def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
         op = _overload_of(node.target)
         if op is None:
             continue  # getitem, executorch_call_delegate: not ops a kernel runs
-        tagged = node.meta.pop("delegation_tag", None) is not None
-        target_name = _config_name(node.target)
+        taken = node in tagged
         out.append(
             DelegateNode(
                 canonical_name(op),
                 node,
-                tagged,
+                taken,
                 tuple(dict.fromkeys(reasons.get(node, ()))),
-                not tagged and target_name in quantized_only,
+                not taken and _config_name(node.target) in quantized_only,
+                not_converted.get(node.name, "") if taken else "",
             )
         )
-    for node in edge.graph_module.graph.nodes:  # constants the partitioner tagged too
-        node.meta.pop("delegation_tag", None)
     return out
+
+
+# -- the backend's conversion of what the partitioner took ---------------------------------
+
+
+def coreml_not_converted(manager: Any) -> dict[str, str]:
+    """The nodes Core ML's partitioner takes that its backend cannot convert, by node name,
+    each with coremltools' own words: where the real `to_edge_transform_and_lower` raises.
+
+    The partitioner asks coremltools only whether its op registry has the op's name
+    (`is_torch_fx_node_supported`); the backend's `preprocess` then converts each delegated
+    partition with `coremltools.convert`, whose translation of a node may still refuse it: an
+    op of a later opset than the default deployment target (`pixel_unshuffle` needs iOS 16),
+    an argument form (`topk(sorted=False)`, `avg_pool2d(divisor_override=...)`). So the real
+    second half of the lowering runs here, executorch's own `to_backend` (the partitioner,
+    its partitions cut into the sub-programs the backend is given), with `CoreMLBackend`'s
+    `preprocess` doing the first part of its conversion only: coremltools' PyTorch frontend
+    (`frontend.torch.load`, with the deployment target, precision and inputs the compile
+    specs give), every node converted in order by coremltools' own translations. Not run:
+    its MIL optimisation passes, serialisation and saving, which need the weights' values.
+
+    Weights are fake in the worker: each constant a sub-program holds is given to coremltools
+    as zeros of its shape and dtype (a stride-0 view, no memory); the translations read
+    shapes and dtypes, rarely values. A node that fails is recorded and its results left
+    out, so later nodes that do not depend on it are still converted as for real; a node
+    that depends on one that failed is not judged (the real conversion stops at the first)."""
+    try:
+        backend = _import_executorch("executorch.backends.apple.coreml.compiler").CoreMLBackend
+        preprocess_result = _import_executorch("executorch.exir.backend.backend_details").PreprocessResult
+        frontend = importlib.import_module("coremltools.converters.mil.frontend.torch.load")
+    except (ImportError, AttributeError) as error:
+        raise DelegateUnavailable(f"Core ML's backend or coremltools' PyTorch frontend: {error}") from None
+    found: dict[str, str] = {}
+
+    def convert_front_end(program: Any, compile_specs: list[Any]) -> Any:
+        _zeros_for_fake_constants(program)
+        before = len(found)
+        try:
+            with _nodes_converted_apart(found):
+                frontend.load(program, **_coreml_convert_arguments(backend, program, compile_specs))
+        except Exception as error:  # noqa: BLE001 - the conversion fails outside any one node
+            if len(found) == before:
+                first = next((n for n in program.graph.nodes if n.op == "call_function"), None)
+                if first is not None:
+                    found[first.name] = _words(error)
+        return preprocess_result(processed_bytes=b"")
+
+    original = backend.__dict__["preprocess"]
+    backend.preprocess = staticmethod(convert_front_end)
+    try:
+        manager.to_backend({"forward": partitioner("coreml")})
+    except Exception:  # noqa: BLE001, S110 - executorch's own lowering steps: never claimed on fake tensors
+        pass
+    finally:
+        backend.preprocess = original
+    return found
+
+
+BACKEND_CHECKS = {"coreml": coreml_not_converted}
+
+
+def _coreml_convert_arguments(backend: Any, program: Any, compile_specs: list[Any]) -> dict[str, Any]:
+    """What `CoreMLBackend._convert_to_mlmodel`'s `coremltools.convert` call hands its PyTorch
+    frontend, read from the compile specs with the backend's own readers, defaulted as
+    `coremltools.convert` defaults them for an ML program."""
+    entry = importlib.import_module("coremltools.converters._converters_entry")
+    target = backend.min_deployment_target_from_compile_specs(compile_specs)
+    precision = backend.model_compute_precision_from_compile_specs(compile_specs)
+    version = target.value if target is not None else entry._set_default_specification_version("mlprogram")
+    inputs = None
+    shapes = backend.enumerated_shapes_from_compile_specs(compile_specs)
+    if shapes is not None:
+        helpers = _import_executorch("executorch.backends.apple.coreml.compiler.enumerated_shape_utils")
+        inputs = helpers._get_ct_inputs(program, shapes)
+    return {
+        "inputs": inputs,
+        "specification_version": version,
+        "use_default_fp16_io": version is not None
+        and version >= entry.AvailableTarget.iOS16
+        and entry._need_fp16_cast_pass(precision, "mlprogram"),
+        "states": [],
+    }
+
+
+def _zeros_for_fake_constants(program: Any) -> None:
+    """A fake (or meta) weight, buffer or lifted constant of the sub-program becomes zeros of
+    its shape and dtype, a stride-0 view that costs no memory; a real one stays, and so does
+    the value a fake tensor made from a literal keeps (`FakeTensor.constant`: `torch.tensor([1,
+    2])` in `forward`)."""
+    fake_type = torchcompat.fake_tensor_type()
+    for store in (program.state_dict, program.constants):
+        for key, value in list(store.items()):
+            if not isinstance(value, torch.Tensor) or not (isinstance(value, fake_type) or value.device.type == "meta"):
+                continue
+            known = getattr(value, "constant", None)
+            if isinstance(known, torch.Tensor) and not isinstance(known, fake_type) and known.device.type == "cpu":
+                store[key] = known
+                continue
+            zero = torch.zeros((), dtype=value.dtype, device="cpu")
+            store[key] = zero.expand(value.shape) if value.dim() else zero
+
+
+@contextlib.contextmanager
+def _nodes_converted_apart(found: dict[str, str]) -> Any:
+    """coremltools' frontend with each node's conversion on its own: a node whose translation
+    raises (or that coremltools cannot read) is recorded in `found` with its words, and the
+    nodes that depend on it are skipped, instead of the whole conversion stopping."""
+    ops = importlib.import_module("coremltools.converters.mil.frontend.torch.ops")
+    internal = importlib.import_module("coremltools.converters.mil.frontend.torch.internal_graph")
+    convert_one = ops.convert_single_node
+    read_one = internal.InternalTorchIRNode.__dict__["from_exir_node"]
+    failed: set[str] = set()
+
+    def convert_single_node(context: Any, node: Any) -> None:
+        if failed.intersection(_input_names(node)):
+            failed.update(node.outputs)
+            return
+        try:
+            convert_one(context, node)
+        except Exception as error:  # noqa: BLE001 - the translation refuses this node
+            found.setdefault(node.name, _words(error))
+            failed.update(node.outputs)
+
+    def from_exir_node(cls: Any, node: Any) -> Any:
+        try:
+            return read_one.__func__(cls, node)
+        except Exception as error:
+            found.setdefault(node.name, _words(error))
+            raise
+
+    setattr(ops, "convert_single_node", convert_single_node)  # noqa: B010 - a module's function, for a while
+    internal.InternalTorchIRNode.from_exir_node = classmethod(from_exir_node)
+    try:
+        yield
+    finally:
+        setattr(ops, "convert_single_node", convert_one)  # noqa: B010
+        internal.InternalTorchIRNode.from_exir_node = read_one
+
+
+def _input_names(node: Any) -> set[str]:
+    """Every name a coremltools node reads (its inputs and keyword inputs, nested tuples)."""
+    out: set[str] = set()
+    stack: list[Any] = [node.inputs, list((node.kwinputs or {}).values())]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, str):
+            out.add(value)
+    return out
+
+
+def _words(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")[:_REASON_LIMIT]
+
+
+# A class's program functionalised (`run_decompositions({})`), kept while the program lives:
+# every delegate view of the class starts from it.
+_FUNCTIONAL: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _functional_copy(exported: Any, chosen: Any) -> Any | None:
+    """A copy of the class's program functionalised, which `_gen_edge_manager_for_partitioners`
+    makes first of all (`run_decompositions({})`, a full retrace), made once per program for
+    all the delegate views asked for it; given that, executorch's own call functionalises an
+    already functional program, which `torchcompat.redecomposition_skipped` skips. A copy
+    each time: to_edge's passes change the graph they are given. None (executorch does it
+    all itself) for a partitioner that transforms the program before decomposition, where
+    the order matters, or when it fails here (executorch's own call says why)."""
+    base = importlib.import_module("executorch.exir.backend.partitioner").Partitioner
+    if getattr(type(chosen), "transform_for_pre_decomposition", None) is not base.transform_for_pre_decomposition:
+        return None
+    try:
+        functional = _FUNCTIONAL.get(exported)
+        if functional is None:
+            functional = exported.run_decompositions({})
+            _FUNCTIONAL[exported] = functional
+        return copy.deepcopy(functional)
+    except Exception:  # noqa: BLE001 - executorch functionalises it itself, and reports
+        return None
 
 
 # The module whose import parses executorch's edge dialect table (exir/dialects/edge/edge.yaml).
@@ -321,6 +557,9 @@ def merged_delegate(earlier: Any, facts: dict[str, Any]) -> DelegateFacts:
     reasons = list(dict.fromkeys([*(before.get("reasons") or ()), *(facts.get("reasons") or ())]))
     if reasons:
         out["reasons"] = reasons
+    not_converted = before.get("not_converted") or facts.get("not_converted")
+    if not_converted:  # one node the backend cannot convert fails the lowering: the site keeps it
+        out["not_converted"] = str(not_converted)
     if not out["delegated"]:
         # Quantized-only stands when every node left at the site was left for that reason.
         left = [f for f in (before, facts) if not f.get("delegated")]

@@ -96,6 +96,7 @@ def dynamo_breaks(
 
     guards: list[Any] = []
     dynamo.reset()
+    before = _frame_counts()
     answer: CompileAnswer
     try:
         with warnings.catch_warnings(), _quiet_dynamo():
@@ -106,15 +107,59 @@ def dynamo_breaks(
     else:
         answer = {"breaks": breaks, "graphs": graphs}
     finally:
+        skipped = _skipped_frames(before, _frame_counts())  # read before reset() may clear them
         dynamo.reset()
     if fallbacks is not None and fallbacks.found:
         answer["fallbacks"] = list(fallbacks.found.values())
     hazards = scalar_specialisations(function, args, kwargs, guards)
     if hazards:
         answer["recompiles"] = hazards
-    if fullgraph and breaks and "error" not in answer:
-        answer.update(_fullgraph_verdict(function, args, kwargs))
+    if "error" not in answer and (skipped or (fullgraph and breaks)):
+        verdict, in_user_code = _fullgraph_run(function, args, kwargs)
+        if skipped and in_user_code:
+            answer["breaks"] = [*breaks, *_skipped_frame_break(verdict, breaks)]
+        if fullgraph:
+            answer.update(verdict)
     return answer
+
+
+def _frame_counts() -> tuple[int, int]:
+    """Dynamo's own counters (`torch._dynamo.utils.counters`): frames it was asked to
+    compile and frames it compiled; zero on a torch without them (the skipped-frame check
+    then finds nothing, as before)."""
+    counters = torchcompat.dynamo_counters()
+    frames = counters.get("frames", {}) if counters is not None else {}
+    return int(frames.get("total", 0)), int(frames.get("ok", 0))
+
+
+def _skipped_frames(before: tuple[int, int], after: tuple[int, int]) -> int:
+    """How many frames Dynamo gave up on in this run (asked for, not compiled)."""
+    return max(0, (after[0] - before[0]) - (after[1] - before[1]))
+
+
+def _skipped_frame_break(verdict: CompileAnswer, recorded: list[GraphBreak]) -> list[GraphBreak]:
+    """A frame Dynamo skipped records no graph and no break: `explain` counts nothing, yet
+    the whole frame runs eagerly and `fullgraph=True` raises. Dynamo skips a frame when it
+    cannot resume after a break (inside a `for`/`while` loop it cannot); where the break is,
+    is what `fullgraph=True` (`nopython=True`) raises at, the run `_fullgraph_run` makes.
+    One break at that line (none when it is a break already recorded, or outside the user's code)."""
+    error = verdict.get("fullgraph_error")
+    site = error.get("site") if error else None
+    if error is None or site is None or any(_same_line(site, found.get("site")) for found in recorded):
+        return []
+    return [
+        {
+            "reason": error.get("message", ""),
+            "details": "Dynamo cannot resume after this break (as inside a for/while loop), so it skips the "
+            "whole frame: the function runs eagerly, with no graph (torch._dynamo.explain counts no break for it).",
+            "site": site,
+            "stack": [site],
+        }
+    ]
+
+
+def _same_line(site: Site | None, other: Site | None) -> bool:
+    return site is not None and other is not None and (site["file"], site["line"]) == (other["file"], other["line"])
 
 
 def _optimized(dynamo: Any, backend: Any, export_guards: Any) -> Any:
@@ -177,10 +222,12 @@ def _fallback_recorder() -> Any:
         return None
 
 
-def _fullgraph_verdict(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompileAnswer:
+def _fullgraph_run(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[CompileAnswer, bool]:
     """Whether `torch.compile(fullgraph=True)` captures what the default mode splits: a few
     breaks are not breaks with one graph (Dynamo keeps `.item()` as a symbolic value then),
-    so the fullgraph verdict is Dynamo's own run with `nopython=True`, not a guess."""
+    so the fullgraph verdict is Dynamo's own run with `nopython=True`, not a guess. Also
+    whether it raised in the user's own code (its innermost frame): a frame Dynamo skipped
+    in a library (torchvision's post-processing loops) is the library's, not a user's break."""
     dynamo = torchcompat.dynamo()  # present: dynamo_breaks ran it
 
     def compile_nothing(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Any:
@@ -193,16 +240,16 @@ def _fullgraph_verdict(function: Any, args: tuple[Any, ...], kwargs: dict[str, A
             dynamo.optimize(compile_nothing, nopython=True)(function)(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - Dynamo's Unsupported (or the user's code) raised
         info = _error_info(error)
-        stack = getattr(error, "real_stack", None)
-        user = [_site(frame) for frame in (stack or []) if not is_library_file(frame.filename)]
+        stack = list(getattr(error, "real_stack", None) or [])
+        user = [_site(frame) for frame in stack if not is_library_file(frame.filename)]
         if user:
             info["site"] = user[-1]
         headline, _ = split_reason(str(error))
         info["message"] = headline or info["message"]
-        return {"fullgraph": False, "fullgraph_error": info}
+        return {"fullgraph": False, "fullgraph_error": info}, bool(stack) and not is_library_file(stack[-1].filename)
     finally:
         dynamo.reset()
-    return {"fullgraph": True}
+    return {"fullgraph": True}, False
 
 
 @contextlib.contextmanager

@@ -117,10 +117,11 @@ def capture_file(request: AnalyseParams, on_partial: PartialCallback | None = No
         if module is not None:
             found = [(q, c) for q, c in module_classes(module, candidates) if q not in skip]
             budget = _inference_budget(request.get("infer_inputs", True))
-            # Every class built (and its dispatch view traced) before any toolchain graph;
-            # the last defined first: a file's model usually comes after its parts, and a
-            # part the model's inferred trace already runs is guessed for last. The answer
-            # keeps the source order.
+            # Every class built, then its inputs inferred and its dispatch view traced, before
+            # any toolchain graph. Inputs are inferred widest instance first (ties: the last
+            # defined first): the model holding most of the file's parts covers them with one
+            # guess of the file's budget, and a part its inferred run already ran is guessed
+            # for last. All counted in classes, never in time. The answer keeps the source order.
             pending = [
                 _ClassCapture(
                     qualname,
@@ -136,6 +137,8 @@ def capture_file(request: AnalyseParams, on_partial: PartialCallback | None = No
             ]
             for capture in reversed(pending):
                 capture.start()
+            for index in sorted(range(len(pending)), key=lambda i: (-pending[i].width, -i)):
+                pending[index].prepare()
             if on_partial is None:
                 for capture in reversed(pending):
                     capture.finish()
@@ -359,6 +362,11 @@ class _ClassCapture:
         # A failure with them is never a finding (they were a guess): that view falls back.
         self.inferred: str | None = None
         self._deferred = False  # inference waits for TorchScript to fail first
+        # The submodule of another class's instance this class is analysed as (it could not
+        # be built to fit on its own): `Enclosing().path`, said in the answer.
+        self.adopted: str | None = None
+        self._adopted_guess = False  # that enclosing class was built with guessed arguments
+        self._before_adoption: tuple[Any, ...] = ()
         self._record: BuildRecord | None = None  # this class's build (the inputs' `model`)
         self._dispatch: tuple[list[CapturedOp], Any] | None = None  # entries, trace notes
         self._dispatch_failure: ErrorInfo | None = None
@@ -378,7 +386,7 @@ class _ClassCapture:
 
     # -- the two steps ----------------------------------------------------------------
     def start(self) -> None:
-        """Build the class; trace its dispatch view when it has inputs."""
+        """Build the class (`prepare` then infers its inputs and traces its dispatch view)."""
         started = time.perf_counter()
         if self.graph_options and self.graph_options.get("executorch_decompositions"):
             from .export_decompose import set_executorch_changes
@@ -403,6 +411,18 @@ class _ClassCapture:
             # which build worked: meta, meta + moved, CPU
             self.build_record = (record.path, record.moved[:10])
             self._record = record
+        self.seconds += time.perf_counter() - started
+
+    @property
+    def width(self) -> int:
+        """How many module classes the built instance holds (0: not built): the order in
+        which a file's classes get their inputs inferred, widest first."""
+        return len({type(m) for m in self.instance.modules()}) if self.instance is not None else 0
+
+    def prepare(self) -> None:
+        """Infer inputs (when none are configured and the file's budget allows); trace the
+        dispatch view when the class has inputs."""
+        started = time.perf_counter()
         wants_trees = any(v != SCRIPT_VIEW for v in self.views)
         if self.budget is not None and self.instance is not None and not self.config.get("inputs") and wants_trees:
             self._infer_within_budget(scripted_first=True)
@@ -458,22 +478,32 @@ class _ClassCapture:
             captured["build"], captured["moved_to_meta"] = self.build_record
             if self.arguments_inferred is not None:
                 captured["arguments_inferred"] = self.arguments_inferred
+        if self.adopted is not None and captured.get("status") != STATUS_BUILD_FAILED:
+            captured["arguments_inferred"] = self.adopted  # built by the enclosing class: that call
         captured["seconds"] = self.seconds
         return captured
 
     def _assemble(self, views: tuple[str, ...]) -> ClassAnswer:
         result = self._base()
+        tree_views = tuple(v for v in views if v != SCRIPT_VIEW)
+        if self.build_error is not None and tree_views and self._may_adopt():
+            # Not built on its own, but a submodule of a class this file's inferred run built.
+            self._infer_from_enclosing(adopt=True)
         if self.build_error is not None:
             # Never less than the static pass: what cannot be built is read from its source.
             result["status"], result["build_error"] = STATUS_BUILD_FAILED, self.build_error
             return self._static_into(result, views)
-        tree_views = tuple(v for v in views if v != SCRIPT_VIEW)
         if self._deferred and tree_views and self._script() is None:
             self._deferred = False
             self._infer_within_budget(scripted_first=False)
-        if self._has_inputs() and views:
-            # With example inputs, each toolchain's own front end captures the path really taken.
+        if self._has_inputs() and tree_views:
+            # With example inputs, each toolchain's own front end captures the path really taken
+            # (the torchscript target alone asks for no graph: torch.jit.script is its verdict,
+            # and there is nothing to trace, so nothing "could not be traced").
             traced = self._trace(result, tree_views)
+            if traced is None and self.adopted is not None:
+                self._undo_adoption()
+                return self._assemble(views)
             if traced is not None:
                 missing = tuple(v for v in tree_views if v not in traced.get("covered", ()))
                 if missing or SCRIPT_VIEW in views:
@@ -518,9 +548,9 @@ class _ClassCapture:
         if scripted is None:
             failure = self._script_failure
             assert failure is not None
-            if self.arguments_inferred is not None:
+            if self.arguments_inferred is not None or self._adopted_guess:
                 # Built with guessed arguments: TorchScript's refusal may be the guess's.
-                if result.get("capture") != CAPTURE_TRACE:
+                if result.get("capture") != CAPTURE_TRACE and self._record is not None:
                     self._unbuilt_into(result, views)
                     return
                 record_failure = False
@@ -606,40 +636,97 @@ class _ClassCapture:
     def _has_inputs(self) -> bool:
         return bool(self.config.get("inputs")) or self.inferred is not None
 
+    def _may_adopt(self) -> bool:
+        """Whether a class that could not be built may be analysed as a submodule instance
+        an inferred run of the file built (nothing configured for it says otherwise)."""
+        return (
+            self.budget is not None
+            and not self.config.get("inputs")
+            and not self.config.get("kwargs")
+            and self.budget.covers(self.cls)
+        )
+
     def _infer_within_budget(self, scripted_first: bool) -> None:
         """Infer inputs if the file's budget allows. A class an inferred trace of the file
         already runs is tried only when TorchScript cannot compile it (`scripted_first`
-        defers it to `_assemble`): then its own trace is what keeps it off the source pass."""
+        defers it to `_assemble`): then its own trace is what keeps it off the source pass,
+        with the arguments that trace handed it first (`_infer_from_enclosing`, outside the
+        budget: no guess is tried), else with a guess of its own."""
         budget = self.budget
-        if budget is None or not budget.allows(self.cls):
+        if budget is None:
             return
         if budget.covers(self.cls):
             self._deferred = scripted_first
-            if scripted_first:
+            if scripted_first or self._infer_from_enclosing(adopt=self.arguments_inferred is not None):
                 return
-        self._infer_inputs()
+        if not budget.allows(self.cls):
+            return
+        seen = self._infer_inputs()
         if self.inferred is not None:
-            budget.spend(self.instance)
+            budget.spend(self.instance, seen)
 
-    def _infer_inputs(self) -> None:
+    def _infer_inputs(self) -> dict[type, Any]:
         """No inputs configured: try the candidates `infer_inputs` builds, in their fixed
         order, each by one eval-mode forward on fake tensors (no memory, no wall clock), and
-        keep the first that runs. None running is no finding: the class is scripted."""
-        from .infer_inputs import candidates, evaluate
+        keep the first that runs. None running is no finding: the class is scripted. Returns
+        the calls its submodules received in the run kept (`recording_calls`)."""
+        from .infer_inputs import candidates, evaluate, recording_calls
         from .trace import runs_on_fake
 
         try:
             tried = candidates(self.cls, self.instance, self.module)
         except Exception:  # noqa: BLE001 - a signature or instance we cannot read: no guess
-            return
+            return {}
         for candidate in tried:
             try:
                 inputs = evaluate(candidate.expression, "meta")
             except Exception:  # noqa: BLE001 - a candidate torch refuses (a size of 0): the next one
                 inputs = None
-            if inputs is not None and runs_on_fake(self.instance, inputs):
+            if inputs is None:
+                continue
+            with recording_calls(self.instance, self.cls.__name__, self.arguments_inferred is not None) as seen:
+                runs = runs_on_fake(self.instance, inputs)
+            if runs:
                 self._inputs, self.inferred = inputs, candidate.expression
-                return
+                return seen
+        return {}
+
+    def _infer_from_enclosing(self, adopt: bool) -> bool:
+        """Inputs for a class another class's inferred run of this file ran as a submodule:
+        the arguments that run handed it, on this class's own instance; where they do not
+        fit it, or it could not be built (`adopt`: built only with guessed arguments, or not
+        at all), on the submodule instance that enclosing class built — the class as the
+        model uses it, which the answer says. Deterministic: the enclosing runs come first
+        (every class is built, and its inputs inferred, before any is captured)."""
+        from .infer_inputs import evaluate
+        from .trace import runs_on_fake
+
+        seen = self.budget.seen_call(self.cls) if self.budget is not None else None
+        if seen is None:
+            return False
+        try:
+            inputs = evaluate(seen.expression, "meta")
+        except Exception:  # noqa: BLE001 - an expression torch refuses: no inputs from there
+            return False
+        if self.instance is not None and runs_on_fake(self.instance, inputs):
+            self._inputs, self.inferred = inputs, seen.expression
+            return True
+        if not adopt or not runs_on_fake(seen.instance, inputs):
+            return False
+        self._before_adoption = tuple(getattr(self, name) for name in _ADOPTION_REPLACES)
+        self.instance, self._inputs, self.inferred = seen.instance, inputs, seen.expression
+        self.adopted, self._adopted_guess = f"{seen.enclosing}().{seen.path}", seen.guessed_build
+        self._record, self.build_record, self.build_error = None, None, None
+        self._scripted, self._script_failure, self._script_capture = _UNSET, None, None
+        return True
+
+    def _undo_adoption(self) -> None:
+        """The adopted submodule could not be traced either: the class is analysed as it was
+        before (its own build, or its build error), never from the adopted instance alone."""
+        for name, value in zip(_ADOPTION_REPLACES, self._before_adoption, strict=True):
+            setattr(self, name, value)
+        self.adopted, self._adopted_guess, self._script_capture = None, False, None
+        self._dispatch, self._dispatch_failure = None, None
 
     def _meta_inputs(self) -> Any:
         """The inputs expression evaluated once, on meta; None (and `_inputs_error`) when it raises."""
@@ -777,6 +864,18 @@ class _ClassCapture:
 
 
 _UNSET: Any = object()
+# What a class adopting an enclosing class's submodule instance replaces (its own build, its
+# inputs, its TorchScript result), kept to be restored when that instance cannot be traced either.
+_ADOPTION_REPLACES = (
+    "instance",
+    "_inputs",
+    "inferred",
+    "_record",
+    "build_record",
+    "build_error",
+    "_scripted",
+    "_script_failure",
+)
 
 
 class InferenceBudget:
@@ -784,13 +883,17 @@ class InferenceBudget:
     classes (never in seconds: a loaded machine gets the same analysis): at most
     `INFERRED_CLASSES_PER_FILE`. A class whose type an inferred trace of the file already
     runs as a submodule (`covers`: its calls are in that trace, at the same lines) is
-    scripted first and traced only when TorchScript cannot compile it."""
+    scripted first and traced only when TorchScript cannot compile it, or cannot be built
+    alone: then with the arguments that run handed it (`seen`), outside the count — no
+    guess is tried, and each class of the file is traced at most once, so a file's cost
+    stays bounded by its classes."""
 
     def __init__(self, classes: int | None = None):
         from .infer_inputs import INFERRED_CLASSES_PER_FILE
 
         self.remaining = INFERRED_CLASSES_PER_FILE if classes is None else classes
         self.covered: set[type] = set()
+        self.seen: dict[type, Any] = {}  # type -> infer_inputs.SeenCall, the first enclosing run's
 
     def allows(self, cls: type) -> bool:
         return self.remaining > 0
@@ -798,9 +901,15 @@ class InferenceBudget:
     def covers(self, cls: type) -> bool:
         return cls in self.covered
 
-    def spend(self, instance: Any) -> None:
+    def seen_call(self, cls: type) -> Any:
+        """The call an inferred run of the file made to a `cls` submodule (SeenCall), or None."""
+        return self.seen.get(cls)
+
+    def spend(self, instance: Any, seen: dict[type, Any] | None = None) -> None:
         self.remaining -= 1
         self.covered.update(type(m) for m in instance.modules())
+        for cls, call in (seen or {}).items():
+            self.seen.setdefault(cls, call)
 
 
 def _inference_budget(setting: Any) -> InferenceBudget | None:

@@ -6,12 +6,14 @@ that converts a *graph* sees something else, and judging it on dispatcher-level 
 is wrong both ways (`nn.Linear` on a 3-D input reaches `_unsafe_view` at the
 dispatcher, but the TorchScript ONNX exporter converts `aten::linear`):
 
-- view "jit": `torch.jit.trace`'s graph, inlined — what coremltools' TorchScript
-  frontend converts;
-- view "onnx-jit": the same trace (one trace serves both views) after the passes of the
-  TorchScript ONNX exporter's `_optimize_graph` that rename or remove nodes, in its
-  order (inline, `chunk` -> `prim::ConstantChunk`, in-place ops made functional, number
-  types erased, dead nodes — random parameters frozen into constants — removed);
+- view "jit": `torch.jit.trace`'s graph after coremltools' own passes (inlining takes each
+  scripted function's optimised graph, so its constant branches are gone; `chunk` ->
+  `prim::ConstantChunk`) — what coremltools' TorchScript frontend converts;
+- view "onnx-jit": the TorchScript ONNX exporter's own trace (a second one: it substitutes
+  scripted functions as compiled, constant branches kept) after the passes of its
+  `_optimize_graph` that rename or remove nodes, in its order (inline, `chunk` ->
+  `prim::ConstantChunk`, in-place ops made functional, number types erased, dead nodes —
+  random parameters frozen into constants — removed);
 - view "export": `torch.export.export(...).run_decompositions()` with the core-ATen
   table, in eval mode — what ExecuTorch's `to_edge` and Torch-TensorRT see;
 - view "onnx-export": `torch.export` then the dynamo ONNX exporter's decomposition table
@@ -474,10 +476,15 @@ def jit_graph_ops(
     real_inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
     limit_bytes: int | None = None,
 ) -> list[GraphOp]:
-    """The class as `torch.jit.trace` records it in eval mode under no_grad (what
-    coremltools converts and what `torch.onnx.export(dynamo=False)` traces), on real CPU
-    tensors (see `on_real_cpu`; at most `limit_bytes` of them, REAL_TENSOR_LIMIT_BYTES by
-    default), traced once for both jit views. Raises GraphFailure(s) when tracing fails."""
+    """The class as each TorchScript-based converter traces it, in eval mode under no_grad,
+    on real CPU tensors (see `on_real_cpu`; at most `limit_bytes` of them,
+    REAL_TENSOR_LIMIT_BYTES by default): `torch.jit.trace` for coremltools (view "jit"),
+    the TorchScript ONNX exporter's own tracing entry for it (view "onnx-jit"). The two
+    traces differ where the model calls scripted code (`@torch.jit._script_if_tracing`,
+    torchvision's `batched_nms`): the exporter substitutes each scripted function's graph
+    as compiled, while coremltools' inlining takes the function's optimised graph, whose
+    constant branches (`if not _has_ops(): raise`) are already folded away. Raises
+    GraphFailure(s) when tracing fails; GraphFailures keeps the views that were traced."""
     wanted = [v for v in views if v in JIT_VIEWS]
     if not wanted:
         return []
@@ -485,27 +492,27 @@ def jit_graph_ops(
     too_large = _real_size_problem(instance, args, kwargs, limit_bytes or REAL_TENSOR_LIMIT_BYTES)
     if too_large:
         raise GraphFailure(wanted[0], too_large)
+    found: list[GraphOp] = []
+    failures: list[GraphFailure] = []
     with on_real_cpu(instance, args, kwargs, real_inputs) as (real_args, real_kwargs), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            with torch.no_grad():
-                graph = _traced_graph(instance, real_args, real_kwargs)
-        except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
-            cause = error.__cause__ if isinstance(error, _ExporterFrontEndError) and error.__cause__ else error
-            site = _user_site_of(cause)
-            fails = _trace_itself_fails(instance, real_args, real_kwargs, site)
-            failures = [
-                GraphFailure(view, f"{type(cause).__name__}: {_first_line(cause)}", site, toolchain_fails=fails)
-                for view in wanted
-            ]
-            raise GraphFailures(failures, []) from None
-        finally:
-            instance.eval()
-    found: list[GraphOp] = []
-    if VIEW_JIT in wanted:
-        found += _jit_ops(_coreml_front_end(graph.copy() if VIEW_ONNX_JIT in wanted else graph), VIEW_JIT)
-    if VIEW_ONNX_JIT in wanted:
-        found += _jit_ops(_onnx_front_end(graph), VIEW_ONNX_JIT)
+        for view in wanted:
+            try:
+                with torch.no_grad():
+                    graph = _JIT_FRONT_ENDS[view](instance, real_args, real_kwargs)
+            except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
+                cause = error.__cause__ if isinstance(error, _ExporterFrontEndError) and error.__cause__ else error
+                site = _user_site_of(cause)
+                fails = _trace_itself_fails(instance, real_args, real_kwargs, site)
+                failures.append(
+                    GraphFailure(view, f"{type(cause).__name__}: {_first_line(cause)}", site, toolchain_fails=fails)
+                )
+                continue
+            finally:
+                instance.eval()
+            found += _jit_ops(graph, view)
+    if failures:
+        raise GraphFailures(failures, found)
     return found
 
 
@@ -534,31 +541,42 @@ class _ExporterFrontEndError(Exception):
     """The TorchScript ONNX exporter's own tracing step raised (its error is the cause)."""
 
 
-def _traced_graph(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The graph `torch.jit.trace` records, through the TorchScript ONNX exporter's own
-    entry (`_create_jit_graph` under its `exporter_context`, inputs laid out by
-    `_decide_input_format`), so that it is exactly the graph that exporter starts from;
-    coremltools' `torch.jit.trace` records the same nodes. Falls back to `torch.jit.trace`
-    where this torch has no such exporter."""
+def _onnx_exporter_graph(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The graph the TorchScript ONNX exporter's symbolics see: its own tracing entry
+    (`_create_jit_graph` under its `exporter_context`, inputs laid out by
+    `_decide_input_format`, scripted functions substituted as compiled), then the passes
+    of its `_optimize_graph` that rename or remove nodes. Where this torch has no such
+    exporter, `torch.jit.trace`'s graph, inlined."""
     onnx_args = tuple(args) + ((dict(kwargs),) if kwargs else ())
     try:
         graph = torchcompat.onnx_exporter_traced_graph(instance, onnx_args)
     except torchcompat.Unavailable:  # no TorchScript ONNX exporter entry in this torch
-        trace: Any = torch.jit.trace  # untyped in torch
-        extra = {"example_kwarg_inputs": kwargs} if kwargs else {}
-        traced = trace(instance, args, check_trace=False, strict=False, **extra)
-        graph = traced.forward.graph
+        graph = _jit_traced_graph(instance, args, kwargs)
     except Exception as error:
         raise _ExporterFrontEndError(str(error)) from error
-    torchcompat.run_pass("inline", graph)
-    return graph
+    return _onnx_front_end(graph)
+
+
+def _coreml_graph(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The graph coremltools' TorchScript frontend converts: the module traced as its
+    documentation asks (`torch.jit.trace(model, example_inputs)`), after its own passes."""
+    return _coreml_front_end(_jit_traced_graph(instance, args, kwargs))
+
+
+def _jit_traced_graph(instance: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """`torch.jit.trace`'s forward graph, calls to submodules and scripted functions not
+    yet inlined (each front end inlines it its own way)."""
+    trace: Any = torch.jit.trace  # untyped in torch
+    extra = {"example_kwarg_inputs": kwargs} if kwargs else {}
+    traced = trace(instance, args, check_trace=False, strict=False, **extra)
+    return traced.forward.graph
 
 
 def _coreml_front_end(graph: Any) -> Any:
     """The graph coremltools' TorchScript frontend converts: the torch passes its
-    `_expand_and_optimize_ir` applies to the traced forward (inline, fork/wait inline,
-    dead-code removal, the fuser canonicalisation that turns `aten::chunk` into
-    `prim::ConstantChunk`, renumbering)."""
+    `_expand_and_optimize_ir` applies to the traced forward (inline — each scripted
+    function's optimised graph —, fork/wait inline, dead-code removal, the fuser
+    canonicalisation that turns `aten::chunk` into `prim::ConstantChunk`, renumbering)."""
     for name in ("inline", "inline_fork_wait", "dce", "canonicalize_graph_fuser_ops"):
         torchcompat.run_pass(name, graph)  # a pass this torch lacks is skipped (noted)
     canonical = torchcompat.run_pass("canonicalize", graph)
@@ -568,13 +586,17 @@ def _coreml_front_end(graph: Any) -> Any:
 def _onnx_front_end(graph: Any) -> Any:
     """The graph the TorchScript ONNX exporter hands to its symbolics, as far as op names
     go: the passes of its `_optimize_graph` that rename or remove nodes, in its order
-    (inline, fork/wait inline, the fuser canonicalisation that turns an unpacked
-    `aten::chunk` into `prim::ConstantChunk` — which has an opset-9 symbolic where
-    `aten::chunk` needs opset 11 — in-place ops made functional, number types erased, dead
-    nodes removed: random parameters the trace froze into constants disappear)."""
+    (inline, fork/wait inline, constant propagation — a scripted function's constant
+    branch, `if not _has_ops(): raise`, is folded away — dead nodes removed, the fuser
+    canonicalisation that turns an unpacked `aten::chunk` into `prim::ConstantChunk` —
+    which has an opset-9 symbolic where `aten::chunk` needs opset 11 — in-place ops made
+    functional, number types erased, dead nodes removed again: random parameters the
+    trace froze into constants disappear)."""
     for name, pass_args in (
         ("inline", ()),
         ("inline_fork_wait", ()),
+        ("constant_propagation", ()),
+        ("dce", ()),
         ("canonicalize_graph_fuser_ops", ()),
         ("onnx_remove_inplace_ops_for_onnx", (None,)),
         ("erase_number_types", ()),
@@ -582,6 +604,10 @@ def _onnx_front_end(graph: Any) -> Any:
     ):
         torchcompat.run_pass(name, graph, *pass_args)  # a pass this torch lacks is skipped (noted)
     return graph
+
+
+# The trace each TorchScript-based converter makes, after its own passes, per view.
+_JIT_FRONT_ENDS = {VIEW_JIT: _coreml_graph, VIEW_ONNX_JIT: _onnx_exporter_graph}
 
 
 # -- the export views -------------------------------------------------------------------------
@@ -666,13 +692,8 @@ def _delegate_graph_ops(exported: Any, view: str) -> list[GraphOp]:
         ) from None
     out = []
     for found in nodes:
-        facts: dict[str, Any] = {"delegated": found.delegated}
-        if found.reasons:
-            facts["reasons"] = list(found.reasons)
-        if found.quantized_only:
-            facts["quantized_only"] = True
         sites = _frames_to_sites(_fx_frames(found.node), _fx_hints(found.node, found.op))
-        out.append(GraphOp(found.op, view, sites, delegate=facts))
+        out.append(GraphOp(found.op, view, sites, delegate=found.facts()))
     return out
 
 

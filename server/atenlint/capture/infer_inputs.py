@@ -20,15 +20,23 @@ it evaluates the same on meta, on fake tensors and on the CPU, and it is what th
 shows as the inputs used. No more than `MAX_CANDIDATES` per class, in a deterministic
 order (no choice ever depends on time); the caller tries them cheapest first (a fake-
 tensor forward) and keeps the first that runs.
+
+A class that another class of the file runs as a submodule gets better than a guess: the
+arguments the enclosing model's inferred run handed it (`recording_calls`), written as the
+same kind of expression, and the submodule instance that model built, for when the class
+cannot be built, or not built to fit, on its own.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import itertools
 import linecache
+import math
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,7 +361,23 @@ def _describe(layer: torch.nn.Module) -> _Layer | None:
         return _Layer("sequence", int(layer.embed_dim), batch_first=bool(layer.batch_first))
     if isinstance(layer, nn.RNNBase):
         return _Layer("sequence", int(layer.input_size), batch_first=bool(layer.batch_first))
-    return None
+    return _own_weight_layer(layer)
+
+
+def _own_weight_layer(layer: torch.nn.Module) -> _Layer | None:
+    """A layer of the project's own (a weight-normalised `Conv2d`, a `Linear` with a gain)
+    described by the `weight` parameter it keeps in torch's own layout, which its forward
+    hands to `F.conv*d` / `F.linear`: `(out, in, *kernel)` is a convolution over
+    `len(kernel)` spatial dimensions, `(out, in)` a linear layer. torch's own modules are
+    described above or not at all (`nn.Bilinear`'s 3-D weight is no convolution)."""
+    if type(layer).__module__.split(".", 1)[0] == "torch":
+        return None
+    weight = dict(layer.named_parameters(recurse=False)).get("weight")
+    if not isinstance(weight, torch.Tensor) or not 2 <= weight.dim() <= 5 or weight.shape[1] < 1:
+        return None
+    if weight.dim() == 2:
+        return _Layer("linear", int(weight.shape[1]))
+    return _Layer("conv", int(weight.shape[1]), spatial_rank=weight.dim() - 2)
 
 
 def _declared_size(instance: torch.nn.Module, names: tuple[str, ...]) -> int | None:
@@ -383,3 +407,118 @@ def _vocabulary(instance: torch.nn.Module) -> int:
 
 def _dedupe(values: list[int | None]) -> list[int]:
     return list(dict.fromkeys(v for v in values if v is not None))
+
+
+# -- the arguments an enclosing model hands a submodule ---------------------------------------
+
+
+@dataclass(frozen=True)
+class SeenCall:
+    """A submodule's first call in an enclosing class's inferred run: the submodule as that
+    class built it, where (`path`: the attribute path from the enclosing instance), and its
+    arguments as a candidate expression."""
+
+    instance: torch.nn.Module
+    enclosing: str  # the enclosing class's name
+    path: str
+    expression: str
+    guessed_build: bool  # the enclosing class was built with arguments atenlint inferred
+
+
+@contextlib.contextmanager
+def recording_calls(instance: torch.nn.Module, enclosing: str, guessed_build: bool) -> Iterator[dict[type, SeenCall]]:
+    """While `instance` runs: each submodule type's first call whose arguments an expression
+    can write (tensors, with their shapes and dtypes; numbers, bools, None, tuples of them;
+    keywords only where they are positional parameters). Forward pre-hooks, removed after."""
+    seen: dict[type, SeenCall] = {}
+    paths = {id(module): name for name, module in instance.named_modules() if module is not instance}
+
+    def record(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if type(module) in seen or id(module) not in paths:
+            return
+        expression = call_expression(module, args, kwargs)
+        if expression is not None:
+            seen[type(module)] = SeenCall(module, enclosing, paths[id(module)], expression, guessed_build)
+
+    handles = []
+    for module in instance.modules():
+        if module is instance or isinstance(module, torch.jit.ScriptModule):
+            continue  # a compiled submodule runs its own graph: no Python hook sees its calls
+        with contextlib.suppress(Exception):  # a module that refuses hooks records nothing
+            handles.append(module.register_forward_pre_hook(record, with_kwargs=True))
+    try:
+        yield seen
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def call_expression(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """`module(*args, **kwargs)`'s arguments as one positional candidate expression, or None
+    when one of them cannot be written (an object, a keyword-only parameter, a tensor of a
+    dtype no expression makes)."""
+    values = list(args)
+    if kwargs:
+        try:
+            parameters = list(inspect.signature(module.forward).parameters.values())
+        except (TypeError, ValueError):
+            return None
+        positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if any(name not in {p.name for p in positional[len(values) :]} for name in kwargs):
+            return None  # keyword-only, or given twice
+        last = max(i for i, p in enumerate(positional) if p.name in kwargs)
+        for parameter in positional[len(values) : last + 1]:
+            if parameter.name in kwargs:
+                values.append(kwargs[parameter.name])
+            elif parameter.default is not inspect.Parameter.empty:
+                values.append(parameter.default)
+            else:
+                return None
+    written = [_value_expression(value) for value in values]
+    if any(w is None for w in written):
+        return None
+    return "(" + ", ".join(w for w in written if w is not None) + ("," if len(written) == 1 else "") + ")"
+
+
+_FLOAT_DTYPES = {
+    torch.float32: "",
+    torch.float16: "torch.float16",
+    torch.bfloat16: "torch.bfloat16",
+    torch.float64: "torch.float64",
+}
+_INT_DTYPES = {
+    torch.int64: "",
+    torch.int32: "torch.int32",
+    torch.int16: "torch.int16",
+    torch.int8: "torch.int8",
+    torch.uint8: "torch.uint8",
+}
+
+
+def _value_expression(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return repr(value) if math.isfinite(value) else None  # nan and inf are no literals
+    if isinstance(value, (tuple, list)):
+        items = [_value_expression(item) for item in value]
+        if any(i is None for i in items):
+            return None
+        text = ", ".join(i for i in items if i is not None)
+        if isinstance(value, list):
+            return f"[{text}]"
+        return f"({text},)" if len(items) == 1 else f"({text})"
+    if not isinstance(value, torch.Tensor):
+        return None
+    sizes = [str(int(size)) for size in value.shape]
+    shape = f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+    if value.dtype in _FLOAT_DTYPES:
+        dtype = _FLOAT_DTYPES[value.dtype]
+        return f"torch.randn({shape}{', dtype=' + dtype if dtype else ''})"
+    if value.dtype in _INT_DTYPES:
+        # 0 and 1: an index into any table of two or more rows, a valid class label, a step.
+        dtype = _INT_DTYPES[value.dtype]
+        return f"torch.randint(0, 2, {shape}{', dtype=' + dtype if dtype else ''})"
+    if value.dtype == torch.bool:
+        return f"torch.ones({shape}, dtype=torch.bool)"
+    return None

@@ -10,23 +10,20 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..baseline import Baseline, BaselineError, new_findings, read_baseline, write_baseline
 from ..config import KNOWN_TARGETS, ConfigError, SettingsResolver, parse_targets
-from ..engine import Engine
-from ..findings import once_per_run
-from ..fixes.apply import FixOutcome, fix_summary, fix_until_clean
-from ..formats.github import report_github
-from ..formats.sarif import report_sarif
-from ..inputs_suggest import add_inputs_to_paths
-from ..output import report_json, report_text, statistics, statistics_lines, summary_line
-from ..pipeline import check_paths
-from ..result_cache import EnvironmentUnknown, ResultCache, environment_fingerprint
-from ..run_report import Report
 from ..settings_schema import SettingError, cap_workers, checked_number, machine_capacity
 from ..worker.pool import WorkerFailure, WorkerPool, WorkerSettings
 from .common import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, UsageError, default_jobs, stderr_log
 
+# The analysis core (engine, pipeline, fixes, report formats: most of this command's import
+# time) is imported inside the functions that use it, once `run` has begun starting the
+# workers: their torch import overlaps it instead of following it.
 if TYPE_CHECKING:
+    from ..baseline import Baseline
+    from ..engine import Engine
+    from ..fixes.apply import FixOutcome
+    from ..result_cache import ResultCache
+    from ..run_report import Report
     from .common import Subcommands
 
 NAME = "check"
@@ -160,9 +157,6 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "require_exec", False) and args.no_exec:
         raise UsageError("--require-exec cannot be combined with --no-exec (nothing is executed then)")
     baseline = _baseline_from_args(args)
-    if getattr(args, "add_inputs", False):
-        for line in add_inputs_to_paths(args.paths, resolver):
-            print(line, file=sys.stderr)
     log = stderr_log(args.verbose)
     # `--jobs 100000` or a cloned project's `workers = 64` must not start more interpreters
     # than the machine holds (each is a torch import: hundreds of MB).
@@ -173,13 +167,27 @@ def run(args: argparse.Namespace) -> int:
     worker_settings = WorkerSettings(python=args.python or sys.executable)
     if getattr(args, "no_sandbox", False):
         worker_settings.sandbox = False
-    pool = WorkerPool(jobs, worker_settings, log=log)
-    engine = Engine(pool, resolver, log=log)
-    cache = _result_cache(args, worker_settings, engine, log)
+    # Closed as the run ends without waiting for the workers' exit: the report is printed
+    # meanwhile, and the workers end on their own.
+    pool = WorkerPool(jobs, worker_settings, log=log, wait_on_close=False)
+    if not getattr(args, "incremental", False):
+        # The workers' torch import (seconds) begins now, beside the rest of the setup (the
+        # analysis core's import, the baseline, --add-inputs, finding the files); an
+        # incremental run starts them only if some file is not in its cache.
+        pool.start_in_background()
     try:
+        from ..engine import Engine
+        from ..fixes.apply import fix_until_clean
+        from ..inputs_suggest import add_inputs_to_paths
+        from ..pipeline import check_paths
+
+        if getattr(args, "add_inputs", False):
+            for line in add_inputs_to_paths(args.paths, resolver):
+                print(line, file=sys.stderr)
+        engine = Engine(pool, resolver, log=log)
+        cache = _result_cache(args, worker_settings, engine, log)
         if cache is None:
-            # check_paths waits for it after finding the files; an incremental run starts
-            # the workers only if some file is not in the cache.
+            # check_paths waits for it after finding the files.
             engine.start_in_background()
 
         def check() -> Report:
@@ -200,6 +208,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERNAL
     finally:
         pool.close()
+    from ..baseline import new_findings, write_baseline
+    from ..findings import once_per_run
+
     report.seconds = time.perf_counter() - started  # what the user waited, worker start included
     degradations = engine.run_notes if engine.hello or cache is None else cache.torch_degradations
     for lost in degradations:  # once per run, not per file: a torch that moved a private API
@@ -251,6 +262,8 @@ def _result_cache(
     describe its packages: then every file is checked, as without the flag)."""
     if not getattr(args, "incremental", False):
         return None
+    from ..result_cache import EnvironmentUnknown, ResultCache, environment_fingerprint
+
     try:
         environment = environment_fingerprint(worker.python)
     except EnvironmentUnknown as error:
@@ -273,6 +286,8 @@ def _result_cache(
 def _with_cache_summary(args: argparse.Namespace, report: Report, rendered: str, cache: ResultCache) -> str:
     """The text summary line says how many files came from the cache; machine formats keep
     stdout identical to a run without --incremental, so it goes to stderr there."""
+    from ..output import summary_line
+
     line = summary_line(report)
     if args.format == "text" and rendered.endswith(line + "\n"):
         return rendered[: -len(line) - 1] + f"{line} [{cache.summary()}]\n"
@@ -287,6 +302,8 @@ def _baseline_from_args(args: argparse.Namespace) -> Baseline | None:
         raise UsageError(f"--output-file: no such directory: {os.path.dirname(args.output_file)}")
     if not args.baseline:
         return None
+    from ..baseline import BaselineError, read_baseline
+
     try:
         return read_baseline(args.baseline)
     except BaselineError as error:
@@ -296,6 +313,11 @@ def _baseline_from_args(args: argparse.Namespace) -> Baseline | None:
 def _render(args: argparse.Namespace, report: Report, fixed: FixOutcome | None, baselined: int) -> str:
     """The report in the chosen format. Machine formats keep stdout to themselves: what
     --fix changed and --statistics go to stderr there."""
+    from ..fixes.apply import fix_summary
+    from ..formats.github import report_github
+    from ..formats.sarif import report_sarif
+    from ..output import report_json, report_text, statistics, statistics_lines
+
     rows = statistics(report.findings) if args.statistics else None
     if args.format == "json":
         output = report_json(report)

@@ -491,6 +491,53 @@ REMEDIES: tuple[Remedy, ...] = (
         "graph; run eagerly, the print runs as before. What the module computes is unchanged (offered only when "
         "the printed arguments call nothing that writes: no in-place method, no assignment expression)",
     ),
+    Remedy(
+        id="select-with-where",
+        title="Select with torch.where",
+        kind=REWRITE,
+        targets=("compile",),
+        codes=("COMPILE001", "COMPILE002"),
+        builder="select_with_where",
+        why="replaces a Python branch on a tensor's value that only picks one of two values (`if p: y = A` / "
+        "`else: y = B`; `if p: y = A` with `y` bound before; `if p: return A` then `return B`; `A if p else B`) "
+        "with `torch.where(p, A, B)`, which Dynamo keeps in the graph. "
+        "torch.where computes both sides, so it is offered only where both compute nothing but a value "
+        "(elementwise torch functions and Tensor methods, arithmetic: no in-place method, module call, "
+        "indexing or random op) and the test is a boolean tensor; it then picks every element of the chosen "
+        "side without arithmetic. The source does not show the sides' shapes and dtypes: where they differ, "
+        "torch.where broadcasts and promotes instead. Gradients reach only the chosen side, but the side not "
+        "taken contributes zero times its derivative, which is NaN where that derivative is infinite "
+        "(`sqrt`, `log` at 0)",
+    ),
+    Remedy(
+        id="branch-with-cond",
+        title="Branch with torch.cond",
+        kind=REWRITE,
+        targets=("compile",),
+        codes=("COMPILE001", "COMPILE002"),
+        builder="branch_with_cond",
+        why="turns a Python `if`/`else` on a tensor's value, whose branches both return or both set the same "
+        "names (or an `if` ending in `return` and the statements after it, ending in `return`), into "
+        "`torch.cond(p, true_fn, false_fn)` with each branch as a nested function that reads the "
+        "enclosing names directly; Dynamo keeps both branches in one graph. Only the chosen branch runs. "
+        "torch.cond traces each branch with Dynamo even when run eagerly, and raises unless both return tensors "
+        "of one shape, dtype and device that are not an input (or a view of one), and neither mutates an input, "
+        "an attribute or a module's buffers (BatchNorm in training). Offered only where the source shows no "
+        "mutation, print or in-place op in either branch; the shapes and dtypes it cannot show",
+        # What torch.cond accepts (closures, no operands; eager tracing) was checked on torch 2.13-2.15
+        # (tests/fixes/test_compile_fixes_cond.py); earlier releases are untested, so not offered there.
+        torch_versions={"compile": ">=2.13"},
+    ),
+    Remedy(
+        id="capture-item-scalars",
+        title="Explain how Dynamo keeps `.item()` in the graph",
+        kind=EXPLAIN,
+        targets=("compile",),
+        codes=("COMPILE001", "COMPILE002"),
+        builder="explain_item_capture",
+        why="Dynamo keeps a Python number out of a tensor in the graph only with "
+        "`torch._dynamo.config.capture_scalar_outputs = True` (process-wide)",
+    ),
 )
 
 ENTRIES = REWRITES + REMEDIES

@@ -18,8 +18,8 @@ from ..config import Settings
 from ..finding_data import Fix
 from ..findings import Finding
 from .callsite import FileContext
+from .compile_source import enclosing_function, in_multiline_string, indent_unit, statement_lines, torch_spelling
 from .edits import TextEdit
-from .imports import module_spelling
 from .model import Remedy
 
 # Calls an argument of `print` may make without changing anything the module computes.
@@ -32,7 +32,7 @@ def guard_print(remedy: Remedy, finding: Finding, file: FileContext | None, sett
     statement = _print_statement(file, finding.range.start.line + 1)
     if statement is None or "print" in file.bindings.other or "print" in file.bindings.imported:
         return None
-    spelling = module_spelling(file.bindings, file.tree, file.index, "torch")
+    spelling = torch_spelling(file, enclosing_function(statement))
     if spelling is None:
         return None
     torch_name, edits = spelling
@@ -86,25 +86,12 @@ def _pure_call(call: ast.Call) -> bool:
 
 
 def _guarded(file: FileContext, statement: ast.Expr, torch_name: str) -> TextEdit | None:
-    start, end = file.index.node_offsets(statement)
-    first, last = statement.lineno - 1, (statement.end_lineno or statement.lineno) - 1
-    line_start = file.index.starts[first]
-    indent = file.text[line_start:start]
-    if indent.strip():
-        return None  # another statement before it on its line (`a = 1; print(a)`)
-    rest = file.index.line_text(last)[len(file.text[file.index.starts[last] : end]) :]
-    if rest.strip() and not rest.strip().startswith("#"):
-        return None  # another statement after it on its line
-    if any(start <= s < end for s, _ in file.multiline_strings):
-        return None  # re-indenting would change the string's text
-    unit = _indent_unit(indent)
+    lines = statement_lines(file, statement)
+    if lines is None or in_multiline_string(file, lines.start, lines.end):
+        return None  # shares its line with another statement, or re-indenting would change a string
+    unit = indent_unit(lines.indent)
     newline = file.index.newline()
-    body = file.text[line_start:end]
-    lines = body.split(newline)
-    indented = newline.join(unit + text if text.strip() else text for text in lines)
-    guarded = f"{indent}if not {torch_name}.compiler.is_compiling():{newline}{indented}"
-    return TextEdit(line_start, end, guarded)
-
-
-def _indent_unit(indent: str) -> str:
-    return "\t" if indent.startswith("\t") else "    "
+    body = file.text[lines.start : lines.end].split(newline)
+    indented = newline.join(unit + text if text.strip() else text for text in body)
+    guarded = f"{lines.indent}if not {torch_name}.compiler.is_compiling():{newline}{indented}"
+    return TextEdit(lines.start, lines.end, guarded)

@@ -11,7 +11,10 @@ from ..config import Settings
 from ..finding_data import Fix, FixEdit
 from ..findings import Finding
 from .callsite import FileContext
+from .compile_cond import branch_with_cond
 from .compile_fixes import guard_print
+from .compile_item import explain_item_capture
+from .compile_select import select_with_where
 from .edits import LineIndex, TextEdit
 from .imports import insertion_point, module_spelling
 from .model import Remedy
@@ -163,6 +166,9 @@ def _targets_edit(config: str, current: str, wanted: str) -> FixEdit | None:
 RemedyBuilder = Callable[[Remedy, Finding, FileContext | None, Settings | None], Fix | None]
 BUILDERS: dict[str, RemedyBuilder] = {
     "guard_print": guard_print,
+    "select_with_where": select_with_where,
+    "branch_with_cond": branch_with_cond,
+    "explain_item_capture": explain_item_capture,
     "silence_fallback_warning": silence_fallback_warning,
     "explain_mps_fallback": explain_mps_fallback,
     "raise_onnx_opset": raise_onnx_opset,

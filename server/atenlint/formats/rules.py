@@ -72,6 +72,12 @@ _RULES = [
         "a class without example inputs gets no ExecuTorch delegate verdict",
         "information",
     ),
+    Rule(
+        "ET013",
+        "DelegateCannotConvert",
+        "an ExecuTorch delegate's partitioner takes a node its backend cannot convert: the lowering fails",
+        "error",
+    ),
     Rule("COREML000", "CoremltoolsMissing", "coremltools is not installed", "information"),
     Rule("COREML001", "CoremlUnsupported", "Core ML conversion has no converter for an operator", "error"),
     Rule("TRT001", "TensorrtGraphBreak", "Torch-TensorRT has no converter: a graph break", "warning"),

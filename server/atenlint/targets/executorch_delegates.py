@@ -7,6 +7,9 @@ delegate's partitioner, as that partitioner itself splits it (capture/delegate_v
   partitioner's own reason where it gives one.
 - A node left to the CPU whose op has no kernel in the installed portable library is an
   error: the program does not load against that library ("Missing operator").
+- A node the partitioner takes that the delegate's backend cannot convert (Core ML:
+  coremltools' conversion in the backend's `preprocess`) is an error: the lowering itself
+  raises there, with the backend's own words.
 """
 
 from __future__ import annotations
@@ -22,13 +25,18 @@ LEFT = "cpu"  # left to the CPU; the kind carries the partitioner's reason after
 LEFT_REASON = "cpu:"
 QUANTIZED_ONLY = "quantized-only"
 NO_KERNEL = "no-portable-kernel"
+NOT_CONVERTED = "not-converted:"  # the backend's reason follows
 
 DELEGATE_CODE = "ET010"
 NO_KERNEL_CODE = "ET002"
 UNAVAILABLE_CODE = "ET011"
 NOT_JUDGED_CODE = "ET012"
+NOT_CONVERTED_CODE = "ET013"
 
 LABELS = {"xnnpack": "XNNPACK", "coreml": "Core ML", "vulkan": "Vulkan"}
+# What converts a delegate's partitions, where atenlint runs it (capture/delegate_view.py's
+# BACKEND_CHECKS), in the words of an ET013 message.
+BACKEND_CONVERSION = {"coreml": "CoreMLBackend.preprocess, coremltools' conversion of the partition"}
 
 
 def delegate_of(name: str) -> str | None:
@@ -90,9 +98,13 @@ class DelegateTarget(Target):
 
     def problems(self, tree: CallTree, phases: tuple[str, ...]) -> list[Problem]:
         facts = tree.get("delegate")
-        if facts is None or eval_only(phases) or facts.get("delegated"):
-            return []  # no delegate view (the scripted graph stood in), or the delegate takes it
+        if facts is None or eval_only(phases):
+            return []  # no delegate view (the scripted graph stood in)
         op = tree["op"]
+        if facts.get("not_converted"):
+            return [Problem(op, NOT_CONVERTED + str(facts["not_converted"]))]
+        if facts.get("delegated"):
+            return []  # the delegate takes it
         reasons = facts.get("reasons") or []
         if facts.get("quantized_only"):
             found = [Problem(op, QUANTIZED_ONLY)]
@@ -103,6 +115,16 @@ class DelegateTarget(Target):
         return found
 
     def verdict(self, problems: list[Problem]) -> Verdict:
+        not_converted = [p for p in problems if p.kind.startswith(NOT_CONVERTED)]
+        if not_converted:
+            ops = list(dict.fromkeys(p.op for p in not_converted))
+            why = "; ".join(dict.fromkeys(p.kind.removeprefix(NOT_CONVERTED) for p in not_converted))
+            return Verdict(
+                "error",
+                NOT_CONVERTED_CODE,
+                f"reaches {join_ops(ops)}, which {self.label}'s partitioner takes but its backend cannot convert "
+                f"({BACKEND_CONVERSION.get(self.delegate, 'preprocess')}: {why}): to_edge_transform_and_lower fails",
+            )
         no_kernel = list(dict.fromkeys(p.op for p in problems if p.kind == NO_KERNEL))
         if no_kernel:
             where = f" (left to the CPU by {self.label})"

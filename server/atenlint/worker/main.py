@@ -224,9 +224,10 @@ _WARM_INPUTS: dict[str, ClassRequest] = {CAPTURE_TRACE: {"inputs": "torch.randn(
 def _warm_for(views: Sequence[str], paths: Sequence[str] = _WARM_PATHS, idle: bool = False) -> None:
     """Before the first child that needs them, warm the views a request asks for along the
     capture paths its classes take (once each): the cost of a view is paid only by sessions
-    that judge it (the dispatcher view about 1.5 s, the torch.export views about 5 s on 2
-    cores), never at worker start, and a run whose classes all have example inputs never
-    pays for scripting the sample. `idle`: no request waits meanwhile (see `_warm_analysis`)."""
+    that judge it (the dispatcher view the front ends alone, about a second; the torch.export
+    views the sample's analysis too, about 5 s on 2 cores), never at worker start, and a run
+    whose classes all have example inputs never pays for scripting the sample. `idle`: no
+    request waits meanwhile (see `_warm_analysis`)."""
     # A request that names no view gets the dispatcher's (file_capture's default).
     if _Options.front_ends_wanted or _needs_front_ends(views or (FAST_VIEW,), paths):
         _preload_front_ends()
@@ -235,7 +236,18 @@ def _warm_for(views: Sequence[str], paths: Sequence[str] = _WARM_PATHS, idle: bo
         return
     _Options.warmed.update(missing)
     _Options.pending_warm[:] = [view for view in _Options.pending_warm if view not in _warmed_views()]
-    _warm_analysis(tuple(dict.fromkeys(v for v, _ in missing)), tuple(dict.fromkeys(p for _, p in missing)), idle)
+    sampled = [(view, path) for view, path in missing if view not in _FRONT_ENDS_SUFFICE]
+    if sampled:
+        _warm_analysis(tuple(dict.fromkeys(v for v, _ in sampled)), tuple(dict.fromkeys(p for _, p in sampled)), idle)
+
+
+# The views for which the front ends (`_preload_front_ends`) are all a child needs warm: the
+# dispatcher view's first capture in a child costs what every later one does once they are
+# loaded (measured on the examples and bench_check's generated files, traced and scripted:
+# the same child CPU time per file, within 10 ms, with or without the sample's analysis,
+# which costs about a second). The toolchains' views keep the sample: a child's first
+# torch.jit.trace or torch.export costs about half a second more than the next.
+_FRONT_ENDS_SUFFICE = frozenset({FAST_VIEW})
 
 
 def _warmed_views() -> set[str]:
@@ -258,9 +270,16 @@ def _warm(params: dict[str, object]) -> WarmAnswer:
 
 
 def _warm_next() -> None:
-    """Warm the next view a `warm` request asked for, along every capture path (the classes
-    of the files to come are not known yet)."""
-    _warm_for(_Options.pending_warm[:1], idle=True)
+    """Warm the next view a `warm` request asked for along the next capture path it lacks
+    (every path in turn: the classes of the files to come are not known yet). One path at a
+    time, so a request that comes meanwhile waits for one path's warm-up at most, not the
+    view's."""
+    view = _Options.pending_warm[0]
+    path = next((p for p in _WARM_PATHS if (view, p) not in _Options.warmed), None)
+    if path is None:  # warmed meanwhile along every path, by a request's own warm-up
+        _Options.pending_warm.pop(0)
+        return
+    _warm_for([view], (path,), idle=True)
 
 
 def _before_fork(method: str, params: object) -> tuple[list[str], tuple[str, ...]]:

@@ -400,11 +400,19 @@ class Worker:
             shutil.rmtree(self.run_dir, ignore_errors=True)
         self.run_dir = None
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Ask the worker to end; `wait` false: return at once, without waiting for its exit
+        (the kernel's teardown of torch's address space, a tenth of a second) nor killing it:
+        it ends on its own at the shutdown request, or at the end of its request pipe when
+        this process exits (a child of its in flight is killed by it and dies with it)."""
         if self.alive and self.process is not None and self.process.stdin is not None:
             try:
                 self.process.stdin.write(json.dumps({"method": "shutdown"}).encode("utf-8") + b"\n")
                 self.process.stdin.flush()
+                if not wait:
+                    self.process.stdin.close()
+                    self._remove_run_dir()
+                    return
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired, ValueError):
                 pass
@@ -552,9 +560,15 @@ class WorkerPool:
     """A fixed number of warm workers; a failed one is replaced on next use."""
 
     def __init__(
-        self, size: int = 1, settings: WorkerSettings | None = None, log: Callable[[str], None] = lambda message: None
+        self,
+        size: int = 1,
+        settings: WorkerSettings | None = None,
+        log: Callable[[str], None] = lambda message: None,
+        wait_on_close: bool = True,
     ):
         self.size = max(1, size)
+        # False (a command that exits next): `close` does not wait for the workers' exit.
+        self.wait_on_close = wait_on_close
         self.settings = settings or WorkerSettings()
         self.log = log
         limit = self.settings.memory_limit_mb or _default_memory_limit_mb(self.size)
@@ -565,42 +579,30 @@ class WorkerPool:
         self.hello = cast(protocol.Hello, {})  # empty until a worker has said hello
         self.restarts = 0
         self.recycled = 0
+        self._starts: _Starts | None = None  # begun by start_in_background, not yet waited for
+        self._starts_lock = threading.Lock()
         for _ in range(self.size):
             self._idle.put(Worker(self.settings, log, limit))
+
+    def start_in_background(self) -> None:
+        """Begin starting every worker now and return at once: the next `warm()` waits for
+        these starts instead of beginning its own. The CLI calls it as soon as it knows how
+        many workers it needs, so their torch import overlaps its own imports and setup."""
+        with self._starts_lock:
+            if self._starts is None:
+                self._starts = _Starts(self, [self._idle.get() for _ in range(self.size)])
 
     def warm(self, wait_for_all: bool = False) -> protocol.Hello:
         """Start every worker now, in parallel, and return the first hello as soon as one
         worker is up: each joins the pool when ready, so the first file does not wait for
-        the last worker's torch import (`wait_for_all`: return when every one is up).
+        the last worker's torch import (`wait_for_all`: return when every one is up). The
+        starts `start_in_background` began are waited for, not begun again.
         Raises the first failure when no worker could start."""
-        workers = [self._idle.get() for _ in range(self.size)]
-        ready = threading.Condition()
-        started: list[Worker] = []
-        errors: list[WorkerFailure] = []
-
-        def start(worker: Worker) -> None:
-            failure: WorkerFailure | None = None
-            try:
-                self._ensure_started(worker)
-            except WorkerFailure as error:
-                failure = error
-            except Exception as error:  # noqa: BLE001 - the waiting caller must hear of it, never hang
-                failure = WorkerFailure("start", f"{type(error).__name__}: {error}")
-            finally:
-                self._idle.put(worker)  # usable now (a failed one restarts on its next request)
-            with ready:
-                if failure is None:
-                    started.append(worker)
-                else:
-                    errors.append(failure)
-                ready.notify_all()
-
-        for worker in workers:
-            threading.Thread(target=start, args=(worker,), daemon=True, name="atenlint-warm").start()
-        with ready:
-            ready.wait_for(lambda: (bool(started) and not wait_for_all) or len(started) + len(errors) == len(workers))
-            if not started:
-                raise errors[0]
+        with self._starts_lock:
+            starts, self._starts = self._starts, None
+        if starts is None:
+            starts = _Starts(self, [self._idle.get() for _ in range(self.size)])
+        starts.wait(wait_for_all)
         return self.hello
 
     def _ensure_started(self, worker: Worker) -> None:
@@ -655,4 +657,48 @@ class WorkerPool:
 
     def close(self) -> None:
         for worker in list(self._all):
-            worker.close()
+            worker.close(self.wait_on_close)
+
+
+class _Starts:
+    """Every worker of a pool being started at once, each on a thread of its own; a worker
+    rejoins the pool's idle ones as soon as it is up (or failed: it restarts on its next
+    request)."""
+
+    def __init__(self, pool: WorkerPool, workers: list[Worker]):
+        self._pool = pool
+        self._count = len(workers)
+        self._ready = threading.Condition()
+        self._started: list[Worker] = []
+        self._errors: list[WorkerFailure] = []
+        for worker in workers:
+            threading.Thread(target=self._start, args=(worker,), daemon=True, name="atenlint-warm").start()
+
+    def _start(self, worker: Worker) -> None:
+        failure: WorkerFailure | None = None
+        try:
+            self._pool._ensure_started(worker)
+        except WorkerFailure as error:
+            failure = error
+        except Exception as error:  # noqa: BLE001 - the waiting caller must hear of it, never hang
+            failure = WorkerFailure("start", f"{type(error).__name__}: {error}")
+        finally:
+            self._pool._idle.put(worker)  # usable now (a failed one restarts on its next request)
+        with self._ready:
+            if failure is None:
+                self._started.append(worker)
+            else:
+                self._errors.append(failure)
+            self._ready.notify_all()
+
+    def wait(self, wait_for_all: bool) -> None:
+        """Until one worker is up (`wait_for_all`: every one has started or failed); the
+        first failure when none could start."""
+        with self._ready:
+            self._ready.wait_for(
+                lambda: (
+                    (bool(self._started) and not wait_for_all) or len(self._started) + len(self._errors) == self._count
+                )
+            )
+            if not self._started:
+                raise self._errors[0]

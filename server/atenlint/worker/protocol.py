@@ -68,6 +68,9 @@ class DelegateFacts(_DelegateFactsRequired, total=False):
     quantized_only: bool  # an XNNPACK config takes this op only in a quantized pattern
     nodes: int  # how many nodes of the op the site made (1 when absent)
     taken: int  # ... and how many of them the partitioner took
+    # The delegate's backend cannot convert a node the partitioner took (its own words, Core
+    # ML's coremltools conversion): to_edge_transform_and_lower fails there.
+    not_converted: str
 
 
 class _CallTreeRequired(TypedDict):
