@@ -274,7 +274,7 @@ def test_a_break_in_a_loop_that_makes_dynamo_skip_the_frame_is_reported(tmp_path
     assert "error" not in answer
     (found,) = answer["breaks"]
     assert (found["site"]["file"], found["site"]["line"]) == (str(path), branch)
-    assert "skips the whole frame" in found["details"]
+    assert "skips the whole frame" in found["details"] and found["skipped_frame"] is True
     assert "fullgraph" not in answer  # asked only by the fullgraph setting
     strict = dynamo_breaks(model, (x,), {}, fullgraph=True)
     assert strict["fullgraph"] is False and strict["fullgraph_error"]["site"]["line"] == branch

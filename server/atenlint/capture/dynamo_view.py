@@ -154,6 +154,7 @@ def _skipped_frame_break(verdict: CompileAnswer, recorded: list[GraphBreak]) -> 
             "whole frame: the function runs eagerly, with no graph (torch._dynamo.explain counts no break for it).",
             "site": site,
             "stack": [site],
+            "skipped_frame": True,
         }
     ]
 

@@ -9,7 +9,7 @@
                                         y = torch.cond(x.sum() > 0, true_branch, false_branch)
 
 (or, where both branches end in `return`, `return torch.cond(...)`). What torch.cond
-accepts was read off the installed torch (tests/fixes/test_compile_cond.py checks each
+accepts was read off the installed torch (tests/fixes/test_compile_fixes_cond.py checks each
 point): a boolean or one-element tensor predicate, or a Python bool; branches that take no
 operands and read the enclosing names as closures; outputs that are tensors of one shape,
 dtype and device in both branches, none an input or a view of one; no mutation of an input,

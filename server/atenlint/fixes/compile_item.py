@@ -1,6 +1,6 @@
 """`.item()` breaks: an explanation, because no local rewrite removes them.
 
-What the installed Dynamo does (tests/fixes/test_compile_item.py checks each point on the
+What the installed Dynamo does (tests/fixes/test_compile_fixes_item.py checks each point on the
 installed torch): `n = x.sum().item()` breaks the graph ("Unsupported Tensor.item() call
 with capture_scalar_outputs=False") unless `torch._dynamo.config.capture_scalar_outputs`
 is True when Dynamo starts tracing; `torch.compile(fullgraph=True)` turns it on for its own

@@ -227,6 +227,10 @@ class CompileTarget(Target):
         again = f" ({times} times)" if times > 1 else ""
         words = user_words(f"{reason}\n{details}")
         severity, consequence = "warning", "torch.compile splits the graph here"
+        if found.get("skipped_frame"):
+            consequence = (
+                "this graph break makes torch.compile skip the whole function (it runs eagerly, with no graph)"
+            )
         if self.fullgraph:
             if view.get("fullgraph") is True:
                 # Dynamo's own fullgraph run captured the whole class: this split happens

@@ -210,6 +210,9 @@ class GraphBreak(TypedDict, total=False):
     details: str  # the rest of Dynamo's text (explanation, hint), trimmed
     site: Site | None  # the innermost frame of the user's code on Dynamo's user stack
     stack: list[Site]  # the user's frames, outermost first
+    # Dynamo skipped the whole frame after it (a break inside a loop): the function runs
+    # eagerly with no graph, and `explain` counts nothing (capture/dynamo_view.py)
+    skipped_frame: bool
 
 
 class InductorFallback(TypedDict, total=False):
