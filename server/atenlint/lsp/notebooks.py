@@ -278,7 +278,7 @@ def code_actions(ls: NotebookHost, params: types.CodeActionParams) -> list[types
                         title=fix.get("title", "Apply atenlint fix"),
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diag],
-                        is_preferred=bool(fix.get("exact")) and fix.get("kind", "rewrite") == "rewrite",
+                        is_preferred=convert.is_preferred_fix(fix),
                         edit=types.WorkspaceEdit(changes=changes),
                     )
                 )
