@@ -749,12 +749,9 @@ def _op_registry_state() -> tuple[Any, ...]:
     return TORCH_VERSION, namespaces, loaded, _CIA_KERNELS[0]
 
 
-@contextlib.contextmanager
-def cia_ops_cached() -> Iterator[None]:
-    """While active, torch.export's collection of CompositeImplicitAutograd ops answers from
-    a cache keyed by the op registry's state (`_op_registry_state`). For code that runs no
-    user code inside it (the export and delegate views, after torch.export). Nothing changes where this
-    torch has no such function (the speed-up is lost, never a verdict)."""
+def _cia_modules() -> list[Any]:
+    """The modules of this torch that hold `_collect_all_valid_cia_ops` (it is imported
+    by name into more than one; [] where this torch has none)."""
     modules = []
     for path in _CIA_PATHS:
         try:
@@ -763,6 +760,16 @@ def cia_ops_cached() -> Iterator[None]:
             continue
         if callable(getattr(module, _CIA_NAME, None)):
             modules.append(module)
+    return modules
+
+
+@contextlib.contextmanager
+def cia_ops_cached() -> Iterator[None]:
+    """While active, torch.export's collection of CompositeImplicitAutograd ops answers from
+    a cache keyed by the op registry's state (`_op_registry_state`). For code that runs no
+    user code inside it (the export and delegate views, after torch.export). Nothing changes where this
+    torch has no such function (the speed-up is lost, never a verdict)."""
+    modules = _cia_modules()
     if not modules:
         yield
         return
@@ -801,15 +808,10 @@ def collect_composite_ops() -> None:
     `cia_ops_cached`, so the cache holds them for the current op registry state (the
     delegate views' worker does it before it forks). Nothing where this torch has no such
     function."""
-    for path in _CIA_PATHS:
-        try:
-            module = _resolve(path)
-        except LookupError:
-            continue
-        if callable(getattr(module, _CIA_NAME, None)):
-            with cia_ops_cached():
-                getattr(module, _CIA_NAME)()  # the cached one cia_ops_cached put in place: it fills
-            return
+    modules = _cia_modules()
+    if modules:
+        with cia_ops_cached():
+            getattr(modules[0], _CIA_NAME)()  # the cached one cia_ops_cached put in place: it fills
 
 
 def fake_tensor_type() -> type:

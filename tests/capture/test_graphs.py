@@ -463,3 +463,42 @@ def test_the_coreml_view_matches_the_graph_coremltools_converts():
     ours = {op.op for op in jit_graph_ops(Doubler(), (x,), {}, ("jit",))}
     assert ours == {kind for kind in theirs if kind.startswith("aten::")}
     assert "aten::mul" in ours and "aten::__not__" not in ours
+
+
+def test_both_jit_views_failing_at_one_user_line_run_the_untraced_forward_once(tmp_path):
+    """Whisper's pattern: a size the trace records as a tensor passed where a bool is
+    required fails torch.jit.trace itself, for coremltools and the ONNX exporter alike.
+    Both views say the toolchain fails at the user's line; whether the untraced forward
+    runs (what makes it the toolchain's failure) is asked once, not once per view."""
+    import torch
+
+    from atenlint.capture.graphs import GraphFailures, jit_graph_ops
+
+    path = tmp_path / "causal_case.py"
+    path.write_text(
+        textwrap.dedent("""
+        import torch
+
+
+        class Causal(torch.nn.Module):
+            calls = 0
+
+            def forward(self, x):
+                type(self).calls += 1
+                return torch.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=x.shape[1] > 1)
+    """).lstrip()
+    )
+    spec = importlib.util.spec_from_file_location("causal_case", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.Causal()
+    x = torch.randn(1, 4, 8)
+    model(x)  # the forward itself runs
+    module.Causal.calls = 0
+    with pytest.raises(GraphFailures) as failed:
+        jit_graph_ops(model, (x,), {}, ("jit", "onnx-jit"))
+    records = [f.as_json() for f in failed.value.failures]
+    assert sorted(r["view"] for r in records) == ["jit", "onnx-jit"]
+    assert all(r["toolchain_fails"] and r["site"]["line"] == 9 for r in records)
+    # Two traces (one per view), each calling forward once, and one untraced forward.
+    assert module.Causal.calls == 3

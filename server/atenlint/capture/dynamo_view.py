@@ -96,7 +96,7 @@ def dynamo_breaks(
 
     guards: list[Any] = []
     dynamo.reset()
-    before = _frame_counts()
+    before = _frames_not_compiled()
     answer: CompileAnswer
     try:
         with warnings.catch_warnings(), _quiet_dynamo():
@@ -107,7 +107,7 @@ def dynamo_breaks(
     else:
         answer = {"breaks": breaks, "graphs": graphs}
     finally:
-        skipped = _skipped_frames(before, _frame_counts())  # read before reset() may clear them
+        skipped = max(0, _frames_not_compiled() - before)  # read before reset() may clear them
         dynamo.reset()
     if fallbacks is not None and fallbacks.found:
         answer["fallbacks"] = list(fallbacks.found.values())
@@ -123,18 +123,13 @@ def dynamo_breaks(
     return answer
 
 
-def _frame_counts() -> tuple[int, int]:
-    """Dynamo's own counters (`torch._dynamo.utils.counters`): frames it was asked to
-    compile and frames it compiled; zero on a torch without them (the skipped-frame check
-    then finds nothing, as before)."""
+def _frames_not_compiled() -> int:
+    """From Dynamo's own counters (`torch._dynamo.utils.counters`): the frames it was asked
+    to compile and did not, so far in this process; 0 on a torch without them (the
+    skipped-frame check then finds nothing, as before)."""
     counters = torchcompat.dynamo_counters()
     frames = counters.get("frames", {}) if counters is not None else {}
-    return int(frames.get("total", 0)), int(frames.get("ok", 0))
-
-
-def _skipped_frames(before: tuple[int, int], after: tuple[int, int]) -> int:
-    """How many frames Dynamo gave up on in this run (asked for, not compiled)."""
-    return max(0, (after[0] - before[0]) - (after[1] - before[1]))
+    return int(frames.get("total", 0)) - int(frames.get("ok", 0))
 
 
 def _skipped_frame_break(verdict: CompileAnswer, recorded: list[GraphBreak]) -> list[GraphBreak]:

@@ -494,6 +494,9 @@ def jit_graph_ops(
         raise GraphFailure(wanted[0], too_large)
     found: list[GraphOp] = []
     failures: list[GraphFailure] = []
+    # Both traces failing at one line: the untraced forward that decides whether the
+    # toolchain itself fails there runs once, not once per view.
+    itself_fails: dict[tuple[str, int] | None, bool] = {}
     with on_real_cpu(instance, args, kwargs, real_inputs) as (real_args, real_kwargs), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for view in wanted:
@@ -503,9 +506,13 @@ def jit_graph_ops(
             except Exception as error:  # noqa: BLE001 - the trace failed: the caller falls back
                 cause = error.__cause__ if isinstance(error, _ExporterFrontEndError) and error.__cause__ else error
                 site = _user_site_of(cause)
-                fails = _trace_itself_fails(instance, real_args, real_kwargs, site)
+                key = (site.file, site.line) if site is not None else None
+                if key not in itself_fails:
+                    itself_fails[key] = _trace_itself_fails(instance, real_args, real_kwargs, site)
                 failures.append(
-                    GraphFailure(view, f"{type(cause).__name__}: {_first_line(cause)}", site, toolchain_fails=fails)
+                    GraphFailure(
+                        view, f"{type(cause).__name__}: {_first_line(cause)}", site, toolchain_fails=itself_fails[key]
+                    )
                 )
                 continue
             finally:

@@ -477,7 +477,7 @@ def call_expression(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict
     written = [_value_expression(value) for value in values]
     if any(w is None for w in written):
         return None
-    return "(" + ", ".join(w for w in written if w is not None) + ("," if len(written) == 1 else "") + ")"
+    return _tuple_literal([w for w in written if w is not None])
 
 
 _FLOAT_DTYPES = {
@@ -504,14 +504,11 @@ def _value_expression(value: Any) -> str | None:
         items = [_value_expression(item) for item in value]
         if any(i is None for i in items):
             return None
-        text = ", ".join(i for i in items if i is not None)
-        if isinstance(value, list):
-            return f"[{text}]"
-        return f"({text},)" if len(items) == 1 else f"({text})"
+        written = [i for i in items if i is not None]
+        return f"[{', '.join(written)}]" if isinstance(value, list) else _tuple_literal(written)
     if not isinstance(value, torch.Tensor):
         return None
-    sizes = [str(int(size)) for size in value.shape]
-    shape = f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+    shape = _tuple_literal([str(int(size)) for size in value.shape])
     if value.dtype in _FLOAT_DTYPES:
         dtype = _FLOAT_DTYPES[value.dtype]
         return f"torch.randn({shape}{', dtype=' + dtype if dtype else ''})"
@@ -522,3 +519,8 @@ def _value_expression(value: Any) -> str | None:
     if value.dtype == torch.bool:
         return f"torch.ones({shape}, dtype=torch.bool)"
     return None
+
+
+def _tuple_literal(items: list[str]) -> str:
+    """Python's tuple display of `items` (a one-item tuple keeps its comma)."""
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
