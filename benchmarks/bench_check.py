@@ -5,6 +5,12 @@ nn.Module class on meta and calls `torch.jit.script` on it: the bare cost of the
 TorchScript path. atenlint adds discovery, the call-site walk, decompositions, verdicts
 and the worker protocol on top; the ratio says how much that costs.
 
+Also measured (issue 22): a class with no configured inputs gets them inferred, each guess
+checked by a forward on fake tensors, then its dispatch view traced in training and eval
+mode. The check is now that trace's eval phase, recorded once (`trace.recorded_check`):
+timed against the check followed by the two-phase trace it replaced, on the inputs atenlint
+keeps for the example classes, both in one fresh interpreter, alternated.
+
 Also measured: the first run with an empty table cache (parses native_functions.yaml)
 against a second run served from the cache; and both on two cores (issue 10's goal: a scan
 within 1.3 x the raw capture of the same classes using both cores): the baseline split over
@@ -63,6 +69,50 @@ BASELINE = textwrap.dedent("""
     print(count)
 """)
 
+INFERRED_CHECK = textwrap.dedent("""
+    import inspect, json, os, statistics, sys, time, warnings
+    warnings.simplefilter("ignore")
+    import torch
+    from atenlint.capture.infer_inputs import candidates, evaluate
+    from atenlint.capture.loader import build, import_file, user_import_context
+    from atenlint.capture.trace import recorded_check, runs_on_fake, trace_ops
+    repeat = int(sys.argv[1])
+    kept = []
+    for spec in sys.argv[2:]:
+        path, name, root = spec.split("|")
+        with user_import_context([root], {}):
+            module = import_file(name, path)
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if not issubclass(cls, torch.nn.Module) or cls.__module__ != name:
+                    continue
+                try:
+                    instance = build(cls, module, None, {}, infer_arguments=True, roots=[root])
+                    tried = candidates(cls, instance, module)
+                except Exception:
+                    continue
+                for candidate in tried:
+                    inputs = evaluate(candidate.expression, "meta")
+                    if runs_on_fake(instance, inputs):
+                        kept.append((instance, inputs))
+                        break
+    def before(instance, inputs):  # the check, then the dispatch trace's two phases
+        runs_on_fake(instance, inputs)
+        trace_ops(instance, inputs)
+    def now(instance, inputs):  # the check recorded as the eval phase, then the training phase
+        trace_ops(instance, inputs, eval_run=recorded_check(instance, inputs))
+    for instance, inputs in kept:  # warm: first-call costs are neither's
+        before(instance, inputs)
+        now(instance, inputs)
+    times = {"before": [], "now": []}
+    for round_ in range(repeat):
+        for label in ("before", "now") if round_ % 2 == 0 else ("now", "before"):
+            started = time.process_time()
+            for instance, inputs in kept:
+                (before if label == "before" else now)(instance, inputs)
+            times[label].append(time.process_time() - started)
+    print(json.dumps({"classes": len(kept), **{k: statistics.median(v) for k, v in times.items()}}))
+""")
+
 LAYERS = [
     ("nn.Conv2d({c}, {c}, 3, padding=1)", "x = self.{n}(x)"),
     ("nn.BatchNorm2d({c})", "x = self.{n}(x)"),
@@ -117,6 +167,29 @@ def measure(paths: list, repeat: int, cache: str) -> dict:
         "ratio_vs_script": statistics.median(warm) / statistics.median(baseline),
         "cache_speedup_s": cold_cache - statistics.median(warm),
     }
+
+
+def measure_inferred_check(repeat: int) -> dict:
+    """CPU of the inferred-input check and the dispatch trace on the example classes whose
+    inputs atenlint infers: recorded once (now) against checked then traced (before)."""
+    specs = []
+    for path in python_files([os.path.join(REPO, "examples")]):
+        parts = path.split(os.sep)
+        root = os.sep.join(parts[: parts.index("src") + 1]) if "src" in parts else os.path.dirname(path)
+        name = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
+        if not name.endswith("__init__"):
+            specs.append(f"{path}|{name}|{root}")
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    done = subprocess.run(
+        [sys.executable, "-c", INFERRED_CHECK, str(max(repeat, 5)), *specs],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=REPO,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def python_files(paths: list) -> list:
@@ -174,6 +247,16 @@ def rows(quick: bool) -> list[Row]:
                     note="bench_check, --jobs 2, table cache warm",
                 )
             )
+        inferred = measure_inferred_check(5 if quick else 11)
+        out.append(
+            Row(
+                "inferred inputs: check + dispatch trace, one recorded eval run vs check then two-phase trace",
+                inferred["now"],
+                inferred["before"],
+                goal_ratio=1.0,
+                note=f"CPU, median of rounds over {inferred['classes']} example classes, one interpreter",
+            )
+        )
         examples = measure([os.path.join(REPO, "examples")], repeat, cache)
         out.append(
             Row(
@@ -205,6 +288,7 @@ def main() -> int:
             print(json.dumps(results, indent=2))
             return 0
         results["examples"] = measure([os.path.join(REPO, "examples")], args.repeat, cache)
+        results["inferred_check"] = measure_inferred_check(args.repeat)
         results[f"generated_{args.files}_files"] = measure([generated], args.repeat, cache)
     if args.json:
         json.dump(results, sys.stdout, indent=2)
@@ -214,6 +298,12 @@ def main() -> int:
         print(
             f"two cores, {args.files} files: atenlint --jobs 2 {two['atenlint_jobs2_s']:.2f}s vs the raw capture "
             f"in two processes {two['baseline_two_processes_s']:.2f}s (ratio {two['ratio']:.2f}, goal 1.3)"
+        )
+        inferred = results.pop("inferred_check")
+        print(
+            f"inferred inputs on {inferred['classes']} example classes: check + dispatch trace "
+            f"{inferred['now'] * 1000:.0f} ms CPU with one recorded eval run vs {inferred['before'] * 1000:.0f} ms "
+            f"checked then traced (ratio {inferred['now'] / inferred['before']:.2f})"
         )
         for name, row in results.items():
             print(

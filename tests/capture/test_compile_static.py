@@ -75,3 +75,52 @@ def test_exact_columns_for_the_editor():
 
 def test_a_file_python_cannot_parse_gives_no_breaks():
     assert file_breaks("/p/bad.py", "class Model(:\n", ["Model"]) == [{"breaks": [], "source": True}]
+
+
+FRAMES = textwrap.dedent(
+    """
+    import torch
+
+
+    class Model(torch.nn.Module):
+        def scale(self, h):
+            return h / h.abs().max().item()
+
+        def forward(self, x):
+            if self.training:
+                print("training only")
+            else:
+                x = x + 1
+            if not self.training:
+                print("eval: traced")
+            try:
+                n = x.sum().item()
+            except RuntimeError:
+                n = 0
+            for _ in range(2):
+                m = x.mean().item()
+                print("in a loop")
+                x = self.scale(x)
+            return x * n * m
+    """
+).lstrip()
+
+
+def test_eval_mode_branches_and_frames_dynamo_skips():
+    """Read in eval mode, as the compile view runs the class: `if self.training:` is not
+    taken. A `.item()` in a loop or `try` body makes Dynamo skip the frame (no break recorded,
+    fullgraph=True captures the value): not reported; a print there still breaks, and a
+    method called there is a frame of its own."""
+    (model,) = file_breaks("/p/model.py", FRAMES, ["Model"])
+    found = sorted((b["site"]["line"], b["reason"].split(":")[0]) for b in model["breaks"])
+    assert found == sorted(
+        [
+            (_line_of(FRAMES, 'print("eval: traced")'), "print"),
+            (_line_of(FRAMES, 'print("in a loop")'), "print"),
+            (_line_of(FRAMES, "h.abs().max().item()"), "item"),
+        ]
+    )
+
+
+def _line_of(source, text):
+    return next(number for number, line in enumerate(source.splitlines(), 1) if text in line)

@@ -28,7 +28,8 @@ from atenlint.capture.delegate_view import (
     partitioner,
     preload,
 )
-from atenlint.capture.graphs import on_fake_cpu
+from atenlint.capture.graphs import _executorch_decomposition_table, export_graph_ops, on_fake_cpu
+from atenlint.probe import registries
 
 
 class Mixed(nn.Module):
@@ -254,6 +255,7 @@ def test_delegate_views_of_one_program_share_its_functionalisation(monkeypatch: 
         assert not retraces and first is not second and first.graph_module is not second.graph_module
         assert [str(n.target) for n in first.graph.nodes] == [str(n.target) for n in second.graph.nodes]
         monkeypatch.undo()
+        monkeypatch.setattr(delegate_view, "_decomposed_for", lambda *_: None)  # functionalised apart
         shared = [(n.op, n.delegated, n.reasons) for n in delegate_nodes(exported, "xnnpack")]
         monkeypatch.setattr(delegate_view, "_functional_copy", lambda *_: None)  # executorch does it all
         alone = [(n.op, n.delegated, n.reasons) for n in delegate_nodes(exported, "xnnpack")]
@@ -356,3 +358,129 @@ def test_only_documents_both_yaml_versions_read_alike_take_the_fast_path(text: s
     if not alike:
         return
     assert yaml.safe_load(text) == YAML(typ="safe").load(text)
+
+
+# -- one decomposition for the plain view and the delegates that keep a fixed list ------------
+
+
+def _graph_ops(module: nn.Module, inputs: tuple[torch.Tensor, ...], views: tuple[str, ...]) -> dict[str, list[Any]]:
+    """export_graph_ops' ops per view, as the worker asks for them (to_edge's table changes
+    read from the installed executorch, as the parent reads them)."""
+    options = {"executorch_decompositions": registries._executorch_decompositions()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = export_graph_ops(module, inputs, {}, views, options)
+    out: dict[str, list[Any]] = {}
+    for op in found:
+        out.setdefault(op.view, []).append((op.op, op.sites, op.delegate))
+    return out
+
+
+class Recurrent(nn.Module):
+    """An LSTM: no `linear` in the exported graph, yet its decomposition calls `linear`,
+    which XNNPACK keeps from decomposition."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(4, 8, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rnn(x)[0].relu()
+
+
+_FIXED_LIST_CASES = {
+    # Vulkan keeps hardswish, upsample_nearest2d and pixel_shuffle: none is reached in Mixed,
+    # whose plain program is then Vulkan's too; XNNPACK keeps linear, which Mixed calls, and
+    # which the LSTM's decomposition calls: its program is decomposed apart.
+    ("vulkan", "Mixed"): (Mixed, _inputs, True),
+    ("xnnpack", "Mixed"): (Mixed, _inputs, False),
+    ("xnnpack", "Recurrent"): (Recurrent, lambda: (torch.randn(1, 3, 4),), False),
+}
+
+
+@pytest.mark.parametrize(("name", "case"), sorted(_FIXED_LIST_CASES))
+def test_a_delegate_view_reads_the_program_executorch_itself_decomposes(
+    name: str, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside the plain `executorch` view (its program, shared where no op the delegate keeps
+    was reached), alone (decomposed in one trace), and with executorch doing all of
+    `_gen_edge_manager_for_partitioners` itself: the same nodes, decisions and sites."""
+    cls, inputs, shared = _FIXED_LIST_CASES[(name, case)]
+    view = delegate_view.VIEW_PREFIX + name
+    if delegate_view.fixed_kept_ops(name) is None:
+        pytest.skip(f"the installed {name} partitioner keeps no fixed list here")
+    offered: list[bool] = []
+    program_for = delegate_view.PlainDecomposition.program_for
+
+    def noted(self: Any, kept: frozenset[Any]) -> Any:
+        found = program_for(self, kept)
+        offered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(delegate_view.PlainDecomposition, "program_for", noted)
+    beside = _graph_ops(cls().eval(), inputs(), ("executorch-export", view))
+    assert offered == [shared]
+    alone = _graph_ops(cls().eval(), inputs(), (view,))
+    monkeypatch.setattr(delegate_view, "_decomposed_for", lambda *_: None)
+    monkeypatch.setattr(delegate_view, "_functional_copy", lambda *_: None)
+    by_executorch = _graph_ops(cls().eval(), inputs(), (view,))
+    assert beside[view] == alone[view] == by_executorch[view]
+    assert beside["executorch-export"]  # the plain view still reports its own ops
+
+
+def test_a_kept_op_reached_only_inside_another_ops_decomposition_is_noticed() -> None:
+    """The LSTM's exported graph has no `linear`; decomposing it calls `linear`, so the
+    plain program is not XNNPACK's (which keeps `linear` whole)."""
+    kept = delegate_view.fixed_kept_ops("xnnpack")
+    if kept is None:
+        pytest.skip("the installed XNNPACK partitioner keeps no fixed list here")
+    linear = torch.ops.aten.linear.default
+    assert linear in kept
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(Recurrent().eval(), (torch.randn(1, 3, 4),), strict=False)
+        assert linear not in {node.target for node in exported.graph.nodes}
+        plain = delegate_view.PlainDecomposition(("executorch-export", "executorch:xnnpack"))
+        table = _executorch_decomposition_table(registries._executorch_decompositions())
+        decomposed = exported.run_decompositions(plain.watching(table))
+    plain.keep(decomposed)
+    assert plain.reached == {linear}
+    assert plain.program_for(kept) is None
+    assert plain.program_for(frozenset()) is not None  # a delegate keeping nothing could share it
+
+
+def test_a_plain_program_is_offered_only_for_to_edges_own_table() -> None:
+    """A plain view decomposed with another table than to_edge's (torch.export's default one,
+    as a parent that read no changes from executorch would use) is never given to a
+    delegate view; with to_edge's own table it is."""
+    edge_ops = frozenset(delegate_view._edge_table())
+    default = torchcompat.export_default_decompositions()
+    if frozenset(default) == edge_ops:
+        pytest.skip("to_edge's table is torch.export's default one here")
+    assert frozenset(_executorch_decomposition_table(registries._executorch_decompositions())) == edge_ops
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(nn.ReLU(), (torch.randn(2),), strict=False)
+        for table, offered in ((default, False), (delegate_view._edge_table(), True)):
+            plain = delegate_view.PlainDecomposition(("executorch-export", "executorch:vulkan"))
+            plain.keep(exported.run_decompositions(plain.watching(table)))
+            assert (plain.program_for(frozenset()) is not None) == offered
+
+
+def test_vulkans_pattern_graphs_are_built_once_per_process() -> None:
+    """Inside `_pattern_graphs_built_once`, each pattern gives the graphs its first build
+    made (the same graphs, not rebuilt); outside, the registry is executorch's own again."""
+    try:
+        patterns = delegate_view._import_executorch(delegate_view.PATTERN_REGISTRIES["vulkan"])
+    except ImportError as error:
+        pytest.skip(str(error))
+    before = {key: entry.get_graphs_fn for key, entry in patterns.fusable_patterns.items()}
+    with delegate_view._quiet(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with delegate_view._pattern_graphs_built_once("vulkan"):
+            first = patterns.all_fusable_graph_patterns()
+            second = patterns.all_fusable_graph_patterns()
+        fresh = patterns.all_fusable_graph_patterns()
+    assert first and all(a is b for a, b in zip(first, second, strict=True))
+    assert [str(g.graph) for g in first] == [str(g.graph) for g in fresh]
+    assert {key: entry.get_graphs_fn for key, entry in patterns.fusable_patterns.items()} == before

@@ -538,3 +538,89 @@ def test_the_widest_class_is_guessed_first_wherever_it_is_defined(tmp_path: Any)
     assert by_name["Model"]["capture"] == "trace" and by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
     # Every part ran inside Model's trace and TorchScript compiles it: scripted, no guess spent.
     assert all("inputs_inferred" not in by_name[f"Part{i}"] for i in range(count))
+
+
+UNCALLED_SOURCE = """
+    import torch
+    import torch.nn as nn
+
+
+    class Used(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x)
+
+
+    class Spare(nn.Module):  # held by Model, never called by it
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x).relu()
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used = Used()
+            self.spare = Spare()
+
+        def forward(self, x):
+            return self.used(x)
+"""
+
+
+def test_a_part_the_model_holds_but_never_calls_is_not_covered_by_its_trace(tmp_path: Any) -> None:
+    """Issue 20: Model's inferred trace never reaches Spare's forward, so it judged nothing
+    of Spare. Spare goes its own way (here: a guess of its own, traced), and Model's answer
+    lists only the part its trace ran; Used, which it ran, stays scripted."""
+    path = tmp_path / "uncalled_case.py"
+    path.write_text(textwrap.dedent(UNCALLED_SOURCE).lstrip())
+    request = {
+        "path": str(path),
+        "module": "uncalled_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {"Used": {}, "Spare": {}, "Model": {}},
+        "devices": ["cpu"],
+        "views": ["dispatch", "script"],
+    }
+    by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
+    assert by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
+    assert "uncalled_case.Used" in by_name["Model"]["submodules"]
+    assert "uncalled_case.Spare" not in by_name["Model"]["submodules"]
+    spare = by_name["Spare"]
+    assert spare["capture"] == "trace" and spare["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
+    assert any(op["op"].startswith("aten::relu") for op in spare["ops"])
+    assert "inputs_inferred" not in by_name["Used"]
+
+
+def test_the_recorded_check_is_the_eval_phase_the_dispatch_trace_would_record() -> None:
+    """Issue 22: inferred inputs' check, recorded, serves as the dispatch trace's eval phase:
+    the same ops at the same sites, in the same order, with the same notes; inputs that do
+    not fit are refused as `runs_on_fake` refuses them, with the train state left as it was."""
+    from atenlint.capture.trace import recorded_check, trace_ops
+
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Dropout())
+    model.train()
+    inputs = evaluate("(torch.randn(2, 4),)", "meta")
+    run = recorded_check(model, inputs)
+    assert run is not None and run.failure is None and not run.training
+    assert all(m.training for m in model.modules())
+    once, once_notes = trace_ops(model, inputs, eval_run=run)
+    twice, twice_notes = trace_ops(model, inputs)
+
+    def shape(ops: list[Any]) -> list[Any]:
+        return [(op.op, op.sites, op.training, op.dispatch, op.dtypes_in, op.arg_shapes) for op in ops]
+
+    assert shape(once) == shape(twice) and once_notes == twice_notes
+    assert {op.training for op in once} == {True, False}
+    model.train()
+    assert recorded_check(model, evaluate("(torch.randn(2, 5),)", "meta")) is None
+    assert not runs_on_fake(model, evaluate("(torch.randn(2, 5),)", "meta"))
+    assert all(m.training for m in model.modules())

@@ -182,6 +182,40 @@ def test_script_failure_is_located_at_the_users_caret_not_the_last_frame(tmp_pat
     assert "no_such_method" in failure.value.message
 
 
+def test_a_failure_with_no_frame_in_the_users_files_is_placed_at_the_users_class(tmp_path):
+    # Every frame of TorchScript's message is torch's conv.py (`Conv2d.forward` compiled for
+    # the user's subclass, whose float strides conv2d refuses): the site is the user's class
+    # that was being compiled, for the model holding it too, never a line of torch.
+    module = load(
+        tmp_path,
+        """
+        import torch.nn as nn
+
+        class MyConv(nn.Conv2d):
+            def __init__(self):
+                super().__init__(3, 4, 3)
+                self.stride = [1.0, 1.0]
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = MyConv()
+
+            def forward(self, x):
+                return self.conv(x)
+    """,
+    )
+    for name in ("MyConv", "Net"):
+        with torch.device("meta"):
+            instance = getattr(module, name)()
+        with pytest.raises(ScriptFailure) as failure:
+            script(instance)
+        site = failure.value.site
+        assert "conv.py" in failure.value.full_text and "scripted_case.py" not in failure.value.full_text
+        assert site is not None and site.file.endswith("scripted_case.py"), name
+        assert (site.line, site.col, site.end_col) == (3, 0, len("class MyConv")), name
+
+
 def test_a_quantized_tensor_branch_is_not_taken_by_a_float_model(tmp_path):
     module = load(
         tmp_path,

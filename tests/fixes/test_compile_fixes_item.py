@@ -64,3 +64,25 @@ def test_offered_for_the_source_readers_item_break_and_nothing_else():
     assert fixes_of(SIZED, other) == []
     branch = finding(SIZED, 7)  # the branch wording, on the item line
     assert FIX not in [f["id"] for f in fixes_of(SIZED, branch)]
+
+
+def test_a_config_patch_decorator_on_forward_is_no_exact_fix():
+    """Why the remedy writes no `@torch._dynamo.config.patch(capture_scalar_outputs=True)` on
+    `forward`: the default torch.compile then keeps the number in one graph, but
+    torch.compile(fullgraph=True), which compiled the undecorated module whole, raises."""
+    decorated = SIZED.replace(
+        "    def forward", "    @torch._dynamo.config.patch(capture_scalar_outputs=True)\n    def forward"
+    )
+    x = torch.ones(2, 3)
+    assert dynamo_breaks(decorated, (x,)) == []
+    torch._dynamo.reset()
+    try:
+        torch.compile(load(SIZED)(), fullgraph=True, backend="eager")(x)
+        raised = None
+        try:
+            torch.compile(load(decorated)(), fullgraph=True, backend="eager")(x)
+        except Exception as error:  # noqa: BLE001 - Dynamo's Unsupported, whatever its class here
+            raised = error
+    finally:
+        torch._dynamo.reset()
+    assert raised is not None

@@ -203,8 +203,9 @@ def test_not_offered_without_a_value_to_keep_for_elif_or_for_another_break_kind(
     # Without `else`, `w` is unbound where the test is false: nothing to keep.
     no_else = _branch("            w = x * 2", "            w = x").replace("        else:\n            w = x\n", "")
     assert offered(no_else, 12, FIX) == []
-    chained = _branch("            y = x * 2", "            y = x").replace(
-        "        else:\n", "        elif x.mean() > 1:\n            y = x + 1\n        else:\n"
+    # An `elif` chain without a final `else` keeps nothing either.
+    chained = _branch("            y = x * 2", "            y = x + 1").replace(
+        "        else:\n", "        elif x.mean() > 1:\n"
     )
     assert offered(chained, 12, FIX) == []
     as_elif = _branch("            y = x", "            y = x - 1").replace(
@@ -215,6 +216,102 @@ def test_not_offered_without_a_value_to_keep_for_elif_or_for_another_break_kind(
     assert offered(plain, 12, FIX) != []
     # The same line reported for another reason (a print on it, say) is no select.
     assert offered(plain, 12, FIX, reason="Unsupported Tensor.item() call with capture_scalar_outputs=False") == []
+
+
+ELIF_CHAIN = """\
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if x.sum() > 1:
+            y = x * 2
+            z = x + 1
+        elif not x.mean() > 0:  # mostly negative
+            y = x - 1
+            z = x.abs()
+        elif (x > 5).any():
+            y = x.exp()
+            z = x
+        else:
+            y = x.abs()
+            z = -x
+        return y + z
+"""
+
+ELIF_RETURNS = """\
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 1:
+            return x * 2
+        elif x.sum() > 0:
+            return x - 1
+        else:
+            return x.abs()
+"""
+
+
+def _each_branch() -> list[tuple]:
+    """Inputs that take each branch of the chains above."""
+    return [
+        (torch.ones(3, 4),),
+        (torch.full((3, 4), 0.05),),
+        (-torch.ones(3, 4),),
+        (torch.tensor([[6.0, -6.0, 0.01, 0.0]]).repeat(3, 1),),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            ELIF_CHAIN,
+            (
+                "        # mostly negative\n        take_branch = x.sum() > 1\n        take_branch_2 = x.mean() > 0\n"
+                "        take_branch_3 = (x > 5).any()\n        y = torch.where(take_branch, x * 2, torch.where(take_branch_2, "
+                "torch.where(take_branch_3, x.exp(), x.abs()), x - 1))\n"
+            ),
+        ),
+        (ELIF_RETURNS, "        return torch.where(x.sum() > 1, x * 2, torch.where(x.sum() > 0, x - 1, x.abs()))\n"),
+    ],
+    ids=["two-names-negated", "returns"],
+)
+def test_an_elif_chain_is_one_nested_where_from_any_of_its_breaks(source, expected):
+    """Dynamo breaks at the `if` and at each `elif` it reaches: each offers the whole chain
+    as nested torch.where, which compiles as one graph and gives the original's outputs on
+    inputs that take every branch."""
+    inputs = _each_branch()
+    lines = sorted({line for args in inputs for line, _ in dynamo_breaks(source, args)})
+    assert len(lines) == len(source.split("if ")) - 1, lines  # the `if` and every `elif`
+    fixes = {line: rewritten(source, line, FIX, "generic_jump TensorVariable()") for line in lines}
+    (fixed,) = {text for text, _ in fixes.values()}
+    assert expected in fixed, fixed
+    _, fix = fixes[lines[0]]
+    assert fix["safe"] is False and "every side gives tensors of one shape" in fix["condition"]
+    assert_same_and_one_graph(source, fixed, inputs)
+
+
+def test_an_elif_chain_whose_later_test_could_change_state_is_not_offered():
+    """A later test is computed even where an earlier one holds: a module call there (state,
+    such as BatchNorm's statistics) or a function of another module is refused."""
+    for test in ("self.gate(x).sum() > 0", "torch.nn.functional.dropout(x).sum() > 0"):
+        source = ELIF_RETURNS.replace("elif x.sum() > 0", f"elif {test}")
+        assert offered(source, 7, FIX, "generic_jump TensorVariable()") == []
+
+
+def test_a_data_dependent_while_is_not_offered():
+    """No rewrite of a `while` on a tensor's value is exact (how many passes is the data's)."""
+    source = (
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+        "        while x.norm() > 1:\n            x = x / 2\n        return x\n"
+    )
+    assert dynamo_breaks(source, (torch.ones(3, 4),))[0][0] == 6
+    for fix_id in (FIX, "branch-with-cond"):
+        assert offered(source, 6, fix_id, "generic_jump TensorVariable()") == []
 
 
 def test_windows_line_breaks_are_kept():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from dataclasses import dataclass, field
 
 import pytest
@@ -99,3 +100,34 @@ def test_the_workers_start_after_the_message_that_started_the_session_is_answere
     assert ready is not None and not ready.done()  # checks wait on it from the start
     assert not started_at_once
     assert workers == []
+
+
+def test_workers_started_before_the_session_are_adopted_when_they_are_its_own(monkeypatch):
+    """The server starts the workers before it imports the session (their torch import
+    overlaps those imports); the session adopts them when they are what it would start,
+    else it starts its own and closes those once their start is over."""
+    from atenlint.worker.pool import WorkerPool, WorkerSettings
+
+    settings = EditorSettings()
+
+    async def start_with(early: WorkerPool) -> WorkerPool | None:
+        session = Session(RecordingCallbacks(), settings, [])
+        monkeypatch.setattr(session.workers, "_warm_up", lambda loop: None)  # no worker process here
+        session.start(early)
+        adopted = session.workers.pool
+        session.shutdown()
+        return adopted
+
+    own = WorkerPool(settings.workers, WorkerSettings(python=settings.python, memory_limit_mb=settings.memory_limit_mb))
+    assert asyncio.run(start_with(own)) is own
+
+    closed: list[WorkerPool] = []
+    other = WorkerPool(settings.workers, WorkerSettings(python=os.path.join(os.sep, "no", "such", "python")))
+    monkeypatch.setattr(other, "warm", lambda wait_for_all=False: {})
+    monkeypatch.setattr(other, "close", lambda: closed.append(other))
+    adopted = asyncio.run(start_with(other))
+    assert adopted is not None and adopted is not other
+    for thread in threading.enumerate():  # closed by a thread of its own, once the starts are over
+        if thread.name == "atenlint-discard":
+            thread.join()
+    assert closed == [other]

@@ -92,14 +92,6 @@ KNOWN.update(
         "and `nms` sits in a branch of the scripted `batched_nms` (a nested block); the real export stops first at "
         "opset 9's Pad (" + DYNAMIC_PAD + "), so it does not say which is right",
         (
-            "torchscript",
-            "case_no_grad_forward.py",
-        ): "both fail: `torch.jit.script` stops inside the `@torch.no_grad()` wrapper's own source "
-        "(torch/utils/_contextlib.py, `undefined value torch`), and atenlint's TS001 keeps that library line as "
-        "its site (script.py: a failure wholly inside library code keeps its innermost frame); in this checkout "
-        "the test venv lies under the repository (.ci/work/venv-*), so the finding is shown there and not counted "
-        "at the model file (from a folder outside the repository it is placed at the class)",
-        (
             "onnx:9",
             "tv_raft_small.py",
         ): "the ground truth's `unconvertible_ops` lists `aten::chunk`, which atenlint's onnx-jit view turns into "

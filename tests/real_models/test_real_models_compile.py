@@ -25,14 +25,9 @@ KNOWN with its cause, kept exact both ways.
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
-import dataclasses
-import hashlib
 import importlib.util
-import json
 import os
-import re
 
 import pytest
 
@@ -40,12 +35,9 @@ for _package in ("torchvision", "timm", "transformers"):
     if importlib.util.find_spec(_package) is None:
         pytest.skip(f"the real-model compile suite needs {_package}", allow_module_level=True)
 
-from atenlint.targets.compile import ALSO_HERE
+from .agreement import MODELS
+from .compile_agreement import Row, agreement_rows, precision, real_compile, recall, table
 
-from .agreement import MODELS, REPO, cached_truth, run_atenlint_with, versions
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-RUNNER = os.path.join(HERE, "compile_truth.py")
 # Models without a graph break (convolutional, mobile, vision and text transformers) and
 # models with them: torchvision's detection post-processing (data-dependent sizes in library
 # code), torchvision's own ops, `.item()` used as a size, and hand-written user code with a
@@ -68,9 +60,6 @@ CHOSEN = (
 # their graphs (22 for Faster R-CNN) would take minutes of a cold run; their breaks and
 # fullgraph verdict are still compared.
 EXPLAIN_ONLY = frozenset({"tv_fasterrcnn.py"})
-TRUTH_TIMEOUT_S = 900
-ATENLINT_TIMEOUT_S = 1200
-NO_USER_FRAME = "(no user frame)"
 
 # model file -> why atenlint and the real torch.compile differ there (measured 2026-12-02 on
 # torch 2.14.1, torchvision 0.29.1, timm 1.0.31, transformers 5.24.0).
@@ -83,215 +72,6 @@ def _runner_arguments(path: str) -> list[str]:
     return ["--no-inductor"] if os.path.relpath(path, MODELS) in EXPLAIN_ONLY else []
 
 
-def _digest(path: str) -> str:
-    digest = hashlib.sha256(json.dumps([versions(), _runner_arguments(path)], sort_keys=True).encode())
-    for source in (RUNNER, path):
-        with open(source, "rb") as handle:
-            digest.update(handle.read())
-    return digest.hexdigest()[:16]
-
-
-def real_compile(path: str) -> dict:
-    """What the real torch.compile did with one model file, computed once per package
-    versions, runner source and model source."""
-    name = os.path.relpath(path, MODELS)[:-3].replace(os.sep, "-")
-    command = [RUNNER, path, *_runner_arguments(path)]
-    return cached_truth("real-models-compile-truth", f"{name}-{_digest(path)}", command, TRUTH_TIMEOUT_S, "compile")
-
-
-def run_atenlint_compile(files: list[str]) -> dict:
-    """`atenlint check --target compile --format json` with `fullgraph = true`, as a user who
-    compiles with `fullgraph=True` runs it (the breaks are the same; the severity says the
-    verdict)."""
-    return run_atenlint_with(files, "compile", "[tool.atenlint]\nfullgraph = true\n")
-
-
-# ---------------------------------------------------------------- comparison
-
-_QUOTED_REASON = re.compile(r"Dynamo \(torch [^)]*\): (?P<reason>.*?)(?: — |$)", re.DOTALL)
-_TIMES = re.compile(r"\((?P<times>\d+) times\) in `")
-_FALLBACK = re.compile(r"no (?P<devices>[\w ]+?) lowering for `(?P<op>[\w.]+)`")
-_FULLGRAPH_STOP = "torch.compile(fullgraph=True) raises here"
-
-
-def op_base(op: str) -> str:
-    """`aten.sort.stable` -> `sort`."""
-    parts = op.split(".")
-    return parts[1] if len(parts) > 1 else op
-
-
-def _class_line(path: str) -> int:
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.startswith("class Model("):
-                return number
-    return 0
-
-
-def _where(finding: dict, path: str) -> str:
-    """A finding's `path:line`; one at the class line stands for "no user frame" (a class
-    result without a site is shown on the class)."""
-    line = finding["range"]["start"]["line"] + 1
-    return NO_USER_FRAME if line == _class_line(path) else f"{path}:{line}"
-
-
-@dataclasses.dataclass
-class Row:
-    """One model: both sides' breaks as Counter((where, reason)), the fullgraph verdicts and
-    the CPU fallbacks."""
-
-    model: str
-    real_breaks: collections.Counter
-    ours_breaks: collections.Counter
-    real_fullgraph: bool | None
-    ours_fullgraph: bool
-    real_fallbacks: set
-    ours_fallbacks: set
-    notes: list
-
-    @staticmethod
-    def _where(breaks: collections.Counter) -> set:
-        return {where for where, _ in breaks}
-
-    @property
-    def true_positive(self) -> set:
-        return self._where(self.real_breaks) & self._where(self.ours_breaks)
-
-    @property
-    def false_positive(self) -> set:
-        return self._where(self.ours_breaks) - self._where(self.real_breaks)
-
-    @property
-    def false_negative(self) -> set:
-        return self._where(self.real_breaks) - self._where(self.ours_breaks)
-
-    @property
-    def agrees(self) -> bool:
-        return (
-            self.real_breaks == self.ours_breaks
-            and self.real_fullgraph == self.ours_fullgraph
-            and (self.real_fallbacks is None or self.real_fallbacks == self.ours_fallbacks)
-        )
-
-
-def compare(model: str, path: str, real: dict, findings: list[dict]) -> Row:
-    notes = []
-    explain = real.get("explain") or {}
-    if "crashed" in real or "crashed" in explain:
-        notes.append("ground truth crashed: " + (real.get("crashed") or explain.get("crashed", ""))[-200:])
-    real_breaks: collections.Counter = collections.Counter(
-        (b["site"] or NO_USER_FRAME, b["reason"]) for b in explain.get("breaks", [])
-    )
-    fullgraph = real.get("fullgraph") or {}
-    inductor = real.get("inductor") or {}
-    if inductor and not inductor.get("ok"):
-        notes.append(f"Inductor failed: {inductor.get('error', inductor.get('crashed', ''))[:200]}")
-    real_fallbacks = {op_base(k) for k in inductor.get("kernels", [])} if "kernels" in inductor else None
-
-    # The file's other classes (a submodule analysed on its own) are not the model compiled.
-    mine = [
-        f
-        for f in findings
-        if f.get("target") == "compile" and any(m.endswith(".Model") for m in f.get("modules") or [f.get("module", "")])
-    ]
-    ours_breaks: collections.Counter = collections.Counter()
-    ours_fullgraph = True
-    ours_fallbacks = set()
-    for finding in mine:
-        message = finding.get("message", "")
-        if finding.get("code") == "COMPILE001":
-            if finding.get("severity") == "error":
-                ours_fullgraph = False
-            if message.startswith(_FULLGRAPH_STOP):
-                continue
-            for said in message.split(ALSO_HERE):  # the breaks of one place share a finding
-                quoted = _QUOTED_REASON.search(said)
-                times = _TIMES.search(said)
-                ours_breaks[(_where(finding, path), quoted["reason"].strip() if quoted else said)] += (
-                    int(times["times"]) if times else 1
-                )
-        elif finding.get("code") == "COMPILE004":
-            for named in _FALLBACK.finditer(message):
-                if "cpu" in named["devices"].split(" and "):
-                    ours_fallbacks.add(op_base(named["op"]))
-        elif finding.get("code") == "COMPILE003":
-            notes.append(f"atenlint: {message[:200]}")
-    return Row(
-        model,
-        real_breaks,
-        ours_breaks,
-        fullgraph.get("ok"),
-        ours_fullgraph,
-        real_fallbacks,
-        ours_fallbacks,
-        notes,
-    )
-
-
-def _short_where(where: str) -> str:
-    return (
-        where
-        if where == NO_USER_FRAME
-        else os.path.relpath(where.rsplit(":", 1)[0], MODELS) + ":" + where.rsplit(":", 1)[1]
-    )
-
-
-def table(rows: list[Row]) -> str:
-    lines = [
-        "| model | breaks real/ours | locations TP/FP/FN | fullgraph real/ours | CPU fallbacks real / ours |",
-        "|---|---|---|---|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row.model} | {sum(row.real_breaks.values())}/{sum(row.ours_breaks.values())} | "
-            f"{len(row.true_positive)}/{len(row.false_positive)}/{len(row.false_negative)} | "
-            f"{row.real_fullgraph}/{row.ours_fullgraph} | "
-            f"{sorted(row.real_fallbacks) if row.real_fallbacks is not None else 'not run'} / "
-            f"{sorted(row.ours_fallbacks)} |"
-        )
-    tp = sum(len(r.true_positive) for r in rows)
-    fp = sum(len(r.false_positive) for r in rows)
-    fn = sum(len(r.false_negative) for r in rows)
-    verdicts = sum(r.real_fullgraph == r.ours_fullgraph for r in rows)
-    lines.append("")
-    lines.append(
-        f"break locations: precision {precision(rows):.2f}, recall {recall(rows):.2f} (TP {tp}, FP {fp}, FN {fn}); "
-        f"fullgraph verdict right for {verdicts}/{len(rows)}"
-    )
-    lines += ["", "Disagreements:"]
-    for row in rows:
-        if row.agrees:
-            continue
-        detail = []
-        only_real = row.real_breaks - row.ours_breaks
-        only_ours = row.ours_breaks - row.real_breaks
-        if only_real:
-            detail.append("real only: " + "; ".join(f"{_short_where(w)} {r!r} x{n}" for (w, r), n in only_real.items()))
-        if only_ours:
-            detail.append("ours only: " + "; ".join(f"{_short_where(w)} {r!r} x{n}" for (w, r), n in only_ours.items()))
-        if row.real_fullgraph != row.ours_fullgraph:
-            detail.append(f"fullgraph real {row.real_fullgraph}, ours {row.ours_fullgraph}")
-        if row.real_fallbacks is not None and row.real_fallbacks != row.ours_fallbacks:
-            detail.append(f"fallbacks real {sorted(row.real_fallbacks)}, ours {sorted(row.ours_fallbacks)}")
-        lines.append(f"- {row.model}: {' | '.join(detail + row.notes)}")
-    return "\n".join(lines)
-
-
-def precision(rows: list[Row]) -> float:
-    tp = sum(len(r.true_positive) for r in rows)
-    found = tp + sum(len(r.false_positive) for r in rows)
-    return tp / found if found else 1.0
-
-
-def recall(rows: list[Row]) -> float:
-    tp = sum(len(r.true_positive) for r in rows)
-    real = tp + sum(len(r.false_negative) for r in rows)
-    return tp / real if real else 1.0
-
-
-# ---------------------------------------------------------------- tests
-
-
 def _paths() -> dict[str, str]:
     return {name: os.path.join(MODELS, name) for name in CHOSEN}
 
@@ -300,18 +80,12 @@ def _paths() -> dict[str, str]:
 def truth() -> dict[str, dict]:
     paths = _paths()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        return dict(zip(CHOSEN, pool.map(real_compile, paths.values())))
+        return dict(zip(CHOSEN, pool.map(lambda p: real_compile(p, _runner_arguments(p)), paths.values())))
 
 
 @pytest.fixture(scope="module")
 def rows(truth: dict[str, dict]) -> list[Row]:
-    paths = _paths()
-    report = run_atenlint_compile(list(paths.values()))
-    by_path: dict[str, list[dict]] = collections.defaultdict(list)
-    for diagnostic in report.get("diagnostics", []):
-        path = diagnostic.get("path", "")
-        by_path[os.path.abspath(path if os.path.isabs(path) else os.path.join(REPO, path))].append(diagnostic)
-    out = [compare(name, path, truth[name], by_path.get(path, [])) for name, path in paths.items()]
+    out = agreement_rows(_paths(), truth)
     print("\n" + table(out))
     return out
 

@@ -167,3 +167,26 @@ def test_an_op_only_the_cpu_has_a_kernel_for_is_no_cuda_fallback(engine):
     assert "no cpu lowering" in cpu_only
     (both,) = verdicts("aten._cdist_forward.default")
     assert "no cpu and cuda lowering" in both
+
+
+def test_breaks_of_one_line_are_named_before_dynamos_explanations():
+    """Two breaks of one line are one finding; machine formats keep a message's first 1000
+    characters, so each break's headline and Dynamo's reason come before the explanations."""
+    from atenlint.formats.redact import MESSAGE_CHARS
+    from atenlint.targets.compile import ALSO_HERE
+
+    site = {"file": "/p/m.py", "line": 9, "col": -1, "span_lines": 1, "end_col": None}
+    view = {
+        "breaks": [
+            {"reason": "Data-dependent branching", "details": "Explanation: " + "x" * 600, "site": site},
+            {"reason": "generic_jump TensorVariable()", "details": "", "site": site},
+        ],
+        "graphs": 2,
+        "fullgraph": False,
+    }
+    (result,) = CompileTarget("2.13.0", fullgraph=True).class_results({"name": "Model", "compile": view})
+    kept = result.message[:MESSAGE_CHARS]
+    first, second = kept.split(ALSO_HERE)
+    assert first.endswith("Dynamo (torch 2.13.0): Data-dependent branching")
+    assert "Dynamo (torch 2.13.0): generic_jump TensorVariable() — Explanation: " in second
+    assert result.severity == "error" and result.code == BREAK

@@ -142,6 +142,7 @@ def test_views_warmed_while_idle_are_warmed_one_capture_path_at_a_time(monkeypat
     analysed: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     monkeypatch.setattr(main._Options, "warmed", set())
     monkeypatch.setattr(main._Options, "pending_warm", ["executorch-export"])
+    monkeypatch.setattr(main._Options, "paths_taken", set())  # no file yet: every path
     monkeypatch.setattr(main._Options, "front_ends_loaded", True)
     monkeypatch.setattr(main, "_preload_front_ends", lambda: None)
     monkeypatch.setattr(main, "_warm_analysis", lambda views, paths, idle: analysed.append((views, paths)))
@@ -151,3 +152,30 @@ def test_views_warmed_while_idle_are_warmed_one_capture_path_at_a_time(monkeypat
     main._warm_next()
     assert analysed[1] == (("executorch-export",), (CAPTURE_SCRIPT,))
     assert main._Options.pending_warm == []
+
+
+def test_after_a_file_whose_classes_all_have_inputs_the_idle_warm_up_never_scripts(monkeypatch):
+    """The editor's first file leaves its export views to warm while idle: only along the
+    path its classes took, so a save soon after never waits for the sample's scripting. A
+    file whose class has no inputs later adds the scripted path."""
+    analysed: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    monkeypatch.setattr(main._Options, "warmed", {("dispatch", CAPTURE_TRACE), ("dispatch", CAPTURE_SCRIPT)})
+    monkeypatch.setattr(main._Options, "pending_warm", [])
+    monkeypatch.setattr(main._Options, "paths_taken", set())
+    monkeypatch.setattr(main._Options, "front_ends_loaded", True)
+    monkeypatch.setattr(main, "_preload_front_ends", lambda: None)
+    monkeypatch.setattr(main, "_warm_analysis", lambda views, paths, idle: analysed.append((views, paths)))
+    request = {"views": ["dispatch", "onnx-export"], "partial": True, "fast_first": True}
+    with_inputs = {**request, "classes": {"A": {"inputs": "torch.randn(1, 3)"}}}
+    assert main._before_fork("analyse", with_inputs) == (["dispatch"], (CAPTURE_TRACE,))
+    assert main._Options.pending_warm == ["onnx-export"]
+    main._warm_next()
+    main._warm_next()
+    assert analysed == [(("onnx-export",), (CAPTURE_TRACE,))]
+    assert main._Options.pending_warm == []
+
+    without_inputs = {**request, "classes": {"B": {}}, "infer_inputs": False}
+    assert main._before_fork("analyse", without_inputs) == (["dispatch"], (CAPTURE_SCRIPT,))
+    assert main._Options.pending_warm == ["onnx-export"]
+    main._warm_next()
+    assert analysed[1:] == [(("onnx-export",), (CAPTURE_SCRIPT,))]

@@ -135,29 +135,41 @@ class _Reader:
         self.seen: set[str] = set()
         self.reported: set[tuple[int, int]] = set()
         self.disabled: frozenset[str] = frozenset()
+        # Inside a loop or `try` body of the method being read: a `.item()` there makes Dynamo
+        # skip the whole frame (it cannot resume there), which records no break, and
+        # fullgraph=True captures the value; not a break `explain` or fullgraph report.
+        self.unresumable = 0
 
     def method(self, name: str) -> None:
         if name in self.seen or not self.config:
             return
         self.seen.add(name)
+        outer, self.unresumable = self.unresumable, 0  # a called method is a frame of its own
         for statement in self.methods[name].body:
             self.statement(statement)
+        self.unresumable = outer
 
     def statement(self, node: ast.stmt) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return  # a nested definition runs only when called (not followed)
-        if isinstance(node, ast.If) and _guards_compiling(node.test):
-            # `if not is_compiling(): ...` - Dynamo takes the else branch only.
-            for inner in node.orelse if _negated(node.test) else node.body:
+        if isinstance(node, ast.If) and (_guards_compiling(node.test) or _tests_training(node.test)):
+            # `if not is_compiling(): ...` - Dynamo takes the else branch only; `if
+            # self.training:` - the class is read in eval mode, as the compile view runs it.
+            for inner in node.orelse if _negated(node.test) == _guards_compiling(node.test) else node.body:
                 self.statement(inner)
             return
         if isinstance(node, (ast.If, ast.While)) and _tensor_test(node.test):
             self.add(node.test, "branch", "a Python `if`/`while` on a tensor's value (data-dependent control flow)")
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                self.statement(child)
-            else:
-                self.expression(child)
+        unresumable = isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.Try)) or type(node).__name__ == "TryStar"
+        for field, value in ast.iter_fields(node):
+            inside = unresumable and field == "body"
+            self.unresumable += inside
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.stmt):
+                    self.statement(child)
+                elif isinstance(child, ast.AST):
+                    self.expression(child)
+            self.unresumable -= inside
 
     def expression(self, node: ast.AST) -> None:
         for inner in ast.walk(node):
@@ -171,7 +183,8 @@ class _Reader:
             elif isinstance(func, ast.Name) and func.id == "print" and not self.config["print_traced"]:
                 self.add(inner, "print", "`print` (Dynamo does not trace builtin `print`)")
             elif isinstance(func, ast.Attribute) and not inner.args and not inner.keywords:
-                if func.attr in ("item", "tolist") and not self.config["capture_scalar_outputs"]:
+                frame_skipped = func.attr == "item" and self.unresumable > 0
+                if func.attr in ("item", "tolist") and not self.config["capture_scalar_outputs"] and not frame_skipped:
                     self.add(
                         inner,
                         func.attr,
@@ -218,6 +231,17 @@ def _name_of(node: ast.AST) -> str:
 def _guards_compiling(test: ast.expr) -> bool:
     inner = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
     return isinstance(inner, ast.Call) and _name_of(inner.func) in _COMPILING
+
+
+def _tests_training(test: ast.expr) -> bool:
+    """`self.training` or `not self.training`."""
+    inner = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+    return (
+        isinstance(inner, ast.Attribute)
+        and inner.attr == "training"
+        and isinstance(inner.value, ast.Name)
+        and inner.value.id == "self"
+    )
 
 
 def _negated(test: ast.expr) -> bool:

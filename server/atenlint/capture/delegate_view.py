@@ -12,6 +12,14 @@ the deciding, on the class's `torch.export` program (fake tensors, as the export
   Nothing is lowered: the backend's `preprocess` (serialising weights, compiling a Core ML
   model) never runs, and the tags are cleared afterwards.
 
+The decomposition is the view's main cost, so it is made once where executorch's own
+would give the same program: for a partitioner that keeps a fixed list of ops (XNNPACK,
+Vulkan), the plain `executorch` view's program when no kept op was reached while it was
+decomposed (`PlainDecomposition`), else the class's program decomposed in one trace with
+those ops kept (`_decomposed_for`); executorch's own call then finds nothing left to
+retrace. What every class asks of executorch the same way (the kept lists, to_edge's table,
+Vulkan's pattern graphs) is read once per process, before the worker forks (`preload`).
+
 Reasons are what the partitioner itself logs while it decides: `WhyNoPartition` records
 (XNNPACK's configs: "invalid dtype", "mean.dim only supports keepdim=True") and the
 messages other partitioners log about a node ("[Vulkan Partitioner] Due to [op args not
@@ -101,11 +109,17 @@ def preload(name: str) -> None:
     """Import what the delegate's view runs (its partitioner, executorch's `to_edge`)
     without running it: most of a first delegate view's cost, which a worker pays once
     before it forks its files' children. A delegate that cannot load here says so when
-    its view runs. Then the CompositeImplicitAutograd ops are collected once, here
-    (`_composite_ops_collected`)."""
+    its view runs. What every class's view reads of the partitioner and of executorch
+    (the ops it keeps from decomposition, to_edge's table) is read here, once. Then the
+    CompositeImplicitAutograd ops are collected once, here (`_composite_ops_collected`)."""
     with contextlib.suppress(DelegateUnavailable, ImportError):
         chosen = partitioner(name)
         _no_decomposition_ops_registered(chosen, _import_executorch("executorch.exir.program._program"))
+        fixed_kept_ops(name)
+        _edge_table()
+        # A pattern that cannot be built here fails in the views, as it would without this.
+        with contextlib.suppress(Exception), _quiet(), _pattern_graphs_built_once(name):
+            _pattern_graphs(name)
     _composite_ops_collected()
 
 
@@ -145,10 +159,12 @@ def _composite_ops_collected() -> None:
         torchcompat.collect_composite_ops()
 
 
-def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
+def delegate_nodes(exported: Any, name: str, plain: PlainDecomposition | None = None) -> list[DelegateNode]:
     """The edge program's op nodes for one delegate, each with the partitioner's decision.
-    Raises DelegateUnavailable when the partitioner cannot run, any other error when
-    to_edge itself fails on the program (the caller reports it as the view's failure)."""
+    `plain`: the class's plain `executorch` view, when it was decomposed first (its program
+    may be the one to_edge would decompose for this delegate too). Raises
+    DelegateUnavailable when the partitioner cannot run, any other error when to_edge
+    itself fails on the program (the caller reports it as the view's failure)."""
     try:
         program = _import_executorch("executorch.exir.program._program")
         config = importlib.import_module("executorch.exir").EdgeCompileConfig()
@@ -158,10 +174,10 @@ def delegate_nodes(exported: Any, name: str) -> list[DelegateNode]:
     chosen = partitioner(name)
     backend_check = BACKEND_CHECKS.get(name)
     with _quiet(), torchcompat.cia_ops_cached(), torchcompat.redecomposition_skipped(_uses_any_of()):
-        program = _functional_copy(exported, chosen) or exported
+        program = _decomposed_for(exported, name, chosen, plain) or _functional_copy(exported, chosen) or exported
         manager = edge_for({"forward": [chosen]}, {"forward": program}, config, None, False)
         edge = manager.exported_program("forward")
-        with _Reasons() as reasons:
+        with _Reasons() as reasons, _pattern_graphs_built_once(name):
             chosen.partition(edge)
         tagged = {node for node in edge.graph_module.graph.nodes if node.meta.pop("delegation_tag", None) is not None}
         # The second half of to_edge_transform_and_lower, where the backend converts what was taken.
@@ -356,8 +372,7 @@ def _functional_copy(exported: Any, chosen: Any) -> Any | None:
     each time: to_edge's passes change the graph they are given. None (executorch does it
     all itself) for a partitioner that transforms the program before decomposition, where
     the order matters, or when it fails here (executorch's own call says why)."""
-    base = importlib.import_module("executorch.exir.backend.partitioner").Partitioner
-    if getattr(type(chosen), "transform_for_pre_decomposition", None) is not base.transform_for_pre_decomposition:
+    if not _decomposes_as_given(chosen):
         return None
     try:
         functional = _FUNCTIONAL.get(exported)
@@ -367,6 +382,185 @@ def _functional_copy(exported: Any, chosen: Any) -> Any | None:
         return copy.deepcopy(functional)
     except Exception:  # noqa: BLE001 - executorch functionalises it itself, and reports
         return None
+
+
+# -- one decomposition for the plain view and the delegates that keep a fixed list ----------
+
+# Per process, filled before the worker forks (`preload`): for each delegate whose partitioner
+# keeps a fixed list of ops from decomposition, that list as to_edge uses it; None for one
+# whose list depends on the program (Core ML's: the supported ops among its nodes).
+_FIXED_KEPT: dict[str, frozenset[Any] | None] = {}
+_FIXED_LISTED: dict[str, frozenset[Any]] = {}  # the same, as `ops_to_not_decompose` lists them
+# ExecuTorch's own decomposition table (`_default_decomposition_table`), materialised once.
+_EDGE_TABLE: list[dict[Any, Any]] = []
+
+
+def fixed_kept_ops(name: str) -> frozenset[Any] | None:
+    """The ops `_gen_edge_manager_for_partitioners` keeps from decomposition for this
+    delegate, when they are the same for every program: a partitioner that filters its kept
+    ops node by node (`ops_to_not_decompose` gives a per-node check: XNNPACK's configs,
+    Vulkan's list) takes to_edge's EDGE_DO_NOT_DECOMP path, whose list executorch prunes
+    (`_remove_invalid_ops_for_not_decompose`) and which a program's nodes do not change.
+    None for a partitioner without a per-node check (its list is read off the program's
+    nodes), one that transforms the program before decomposing, or one that cannot run."""
+    if name not in _FIXED_KEPT:
+        found: frozenset[Any] | None = None
+        with contextlib.suppress(Exception):  # None: the view decomposes as executorch does, unaided
+            chosen = partitioner(name)
+            if _decomposes_as_given(chosen):
+                program = _import_executorch("executorch.exir.program._program")
+                sample = torch.export.export(torch.nn.Identity(), (torch.zeros(1),), strict=False)
+                kept, per_node = chosen.ops_to_not_decompose(sample)
+                if per_node is not None:
+                    found = frozenset(program._remove_invalid_ops_for_not_decompose(list(kept)))
+                    _FIXED_LISTED[name] = frozenset(kept)
+        _FIXED_KEPT[name] = found
+    return _FIXED_KEPT[name]
+
+
+def _edge_table() -> dict[Any, Any]:
+    """A fresh copy of ExecuTorch's decomposition table, as `to_edge` builds it (torch.export's
+    default one, plus `linalg_vector_norm`, minus the quantisation primitives)."""
+    if not _EDGE_TABLE:
+        program = _import_executorch("executorch.exir.program._program")
+        _EDGE_TABLE.append(dict(program._default_decomposition_table().items()))
+    return dict(_EDGE_TABLE[0])
+
+
+def _decomposes_as_given(chosen: Any) -> bool:
+    """Whether the partitioner leaves the program as it is before decomposition (it does not
+    override `transform_for_pre_decomposition`)."""
+    base = importlib.import_module("executorch.exir.backend.partitioner").Partitioner
+    return getattr(type(chosen), "transform_for_pre_decomposition", None) is base.transform_for_pre_decomposition
+
+
+class PlainDecomposition:
+    """The plain `executorch` view's decomposition of one class (its program through
+    to_edge's table), made first and offered to the class's delegate views.
+
+    A delegate that keeps ops from decomposition changes what to_edge does with a program
+    only where one of those ops is reached while it decomposes: a kept op in the graph, or
+    one that another op's decomposition calls (an LSTM's `linear`). So while the plain view
+    decomposes, the table's entry for every op a requested delegate keeps is its own
+    decomposition, noted as it runs (`watching`). Where none ran, the trace with those ops
+    kept is the same trace, and the plain view's program is the one
+    `_gen_edge_manager_for_partitioners` would decompose for that delegate."""
+
+    def __init__(self, views: tuple[str, ...] | list[str]) -> None:
+        watched: set[Any] = set()
+        for view in views:
+            if view in DELEGATE_VIEWS:
+                watched |= fixed_kept_ops(delegate_name(view)) or frozenset()
+        self.watched = frozenset(watched)
+        self.reached: set[Any] = set()
+        self.program: Any = None
+        self._table_ops: frozenset[Any] = frozenset()
+
+    def watching(self, table: dict[Any, Any]) -> dict[Any, Any]:
+        """`table` (the plain view's own), each watched op's entry noting that it ran."""
+        out = dict(table)
+        for op in self.watched.intersection(out):
+            out[op] = _noting(op, out[op], self.reached)
+        self._table_ops = frozenset(table)
+        return out
+
+    def keep(self, program: Any) -> None:
+        self.program = program
+
+    def program_for(self, kept: frozenset[Any]) -> Any | None:
+        """A copy of the plain view's program (to_edge's passes change the graph they are
+        given) where it is the one to_edge would decompose with `kept` kept: the plain
+        view's table is executorch's own, every kept op was watched, none was reached."""
+        if self.program is None or not kept <= self.watched or kept & self.reached:
+            return None
+        if self._table_ops != frozenset(_edge_table()):
+            return None
+        return copy.deepcopy(self.program)
+
+
+def _noting(op: Any, decomposition: Any, reached: set[Any]) -> Any:
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        reached.add(op)
+        return decomposition(*args, **kwargs)
+
+    return noted
+
+
+def _decomposed_for(exported: Any, name: str, chosen: Any, plain: PlainDecomposition | None) -> Any | None:
+    """The program `_gen_edge_manager_for_partitioners` would hand to_edge's passes, for a
+    delegate with a fixed kept list (`fixed_kept_ops`), made here in one trace: the plain
+    view's program where it is that one (`PlainDecomposition.program_for`), else the class's
+    program decomposed with executorch's table less the kept ops (its functionalisation and
+    decomposition in one `run_decompositions`, as `to_edge` itself makes them). executorch's
+    own call then finds both its retraces of that program unchanged
+    (`torchcompat.redecomposition_skipped`); the kept nodes its per-node check declines are
+    still decomposed by its second pass, as they must be. None: executorch does it all."""
+    kept = fixed_kept_ops(name)
+    if kept is None:
+        return None
+    listed, per_node = chosen.ops_to_not_decompose(exported)
+    if per_node is None or frozenset(listed) != _FIXED_LISTED.get(name):
+        return None  # not the list this process read: executorch decides it all itself
+    shared = plain.program_for(kept) if plain is not None else None
+    if shared is not None:
+        return shared
+    table = _edge_table()
+    for op in kept:
+        table.pop(op, None)
+    try:
+        return exported.run_decompositions(table)
+    except Exception:  # noqa: BLE001 - executorch decomposes it itself, and reports
+        return None
+
+
+# -- a partitioner's pattern graphs, built once per process -----------------------------------
+
+# The registry of graph patterns a delegate's partitioner matches on every program it
+# partitions (Vulkan's fusable patterns: RoPE, SDPA, quantised linear...), by delegate.
+PATTERN_REGISTRIES = {"vulkan": "executorch.backends.vulkan.patterns"}
+_PATTERN_GRAPHS: dict[tuple[str, str], list[Any]] = {}
+
+
+def _pattern_graphs(name: str) -> list[Any]:
+    """Every pattern graph of the delegate's registry (none for a delegate without one)."""
+    module_name = PATTERN_REGISTRIES.get(name)
+    if module_name is None:
+        return []
+    found: list[Any] = _import_executorch(module_name).all_fusable_graph_patterns()
+    return found
+
+
+@contextlib.contextmanager
+def _pattern_graphs_built_once(name: str) -> Any:
+    """While active, each pattern of the delegate's registry gives the graphs it built the
+    first time in this process (the worker builds them before it forks: `preload`).
+    Vulkan's partitioner asks every pattern for its graphs on each `partition()`, and each
+    builds them anew: it exports and lowers a sample module per pattern (a RoPE block, an
+    SDPA...), seconds per program for the same graphs, whose sample weights matching ignores
+    (placeholders, `ignore_literals`). The first build of a pattern that fails is left to
+    fail as it does without this."""
+    module_name = PATTERN_REGISTRIES.get(name)
+    entries: dict[str, Any] = {}
+    with contextlib.suppress(ImportError, AttributeError):  # no registry here: nothing to keep
+        if module_name is not None:
+            entries = dict(_import_executorch(module_name).fusable_patterns)
+    saved = {key: entry.get_graphs_fn for key, entry in entries.items() if entry.get_graphs_fn is not None}
+    for key, build in saved.items():
+        entries[key].get_graphs_fn = _built_once((name, key), build)
+    try:
+        yield
+    finally:
+        for key, build in saved.items():
+            entries[key].get_graphs_fn = build
+
+
+def _built_once(key: tuple[str, str], build: Any) -> Any:
+    def graphs() -> list[Any]:
+        if key not in _PATTERN_GRAPHS:
+            _PATTERN_GRAPHS[key] = list(build())
+        return list(_PATTERN_GRAPHS[key])
+
+    return graphs
 
 
 # The module whose import parses executorch's edge dialect table (exir/dialects/edge/edge.yaml).

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import re
+import sysconfig
 import warnings
 from typing import Any
 
@@ -50,15 +52,18 @@ def compile_view(
     limit_bytes: int | None = None,
     fullgraph: bool = False,
 ) -> CompileAnswer:
-    """Dynamo's graph breaks for `instance(*args, **kwargs)` (meta tensors; run on real CPU
-    ones, `real_inputs` when the user's expression could be evaluated on the CPU);
+    """Dynamo's graph breaks for `instance(*args, **kwargs)` in eval mode under no_grad (meta
+    tensors; run on real CPU ones, `real_inputs` when the user's expression could be evaluated on the CPU);
     `fullgraph`: also Dynamo's fullgraph verdict (the `fullgraph` setting asks for it)."""
     from .graphs import REAL_TENSOR_LIMIT_BYTES, _real_size_problem, on_real_cpu
 
     too_large = _real_size_problem(instance, args, kwargs, limit_bytes or REAL_TENSOR_LIMIT_BYTES)
     if too_large:
         return {"error": {"message": too_large.replace("torch.jit.trace", "Dynamo"), "site": None}}
-    with on_real_cpu(instance, args, kwargs, real_inputs) as (real_args, real_kwargs):
+    with on_real_cpu(instance, args, kwargs, real_inputs) as (real_args, real_kwargs), torch.no_grad():
+        # In eval mode under no_grad, as a model is compiled for inference (and as the other
+        # views run it): code valid only without autograd (`copy.deepcopy` of an activation)
+        # runs, and Dynamo decides its breaks instead of the user's code raising first.
         instance.eval()
         return dynamo_breaks(instance, real_args, real_kwargs, fullgraph)
 
@@ -242,10 +247,32 @@ def _fullgraph_run(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
             info["site"] = user[-1]
         headline, _ = split_reason(str(error))
         info["message"] = headline or info["message"]
-        return {"fullgraph": False, "fullgraph_error": info}, bool(stack) and not is_library_file(stack[-1].filename)
+        # The standard library's frames Dynamo inlines into the frame that calls them
+        # (`copy.deepcopy` of a tensor raises inside copy.py): the break is that frame's.
+        # A frame of an installed library (torchvision's post-processing) is its own.
+        own = [frame for frame in stack if not _in_standard_library(frame.filename)]
+        return {"fullgraph": False, "fullgraph_error": info}, bool(own) and not is_library_file(own[-1].filename)
     finally:
         dynamo.reset()
     return {"fullgraph": True}, False
+
+
+_STANDARD_LIBRARY = tuple(
+    os.path.abspath(path) + os.sep
+    for path in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")}
+    if path
+)
+
+
+def _in_standard_library(path: str) -> bool:
+    absolute = os.path.abspath(path)
+    parts = absolute.split(os.sep)
+    return (
+        absolute.startswith(_STANDARD_LIBRARY)
+        and "site-packages" not in parts
+        and "dist-packages" not in parts
+        and not absolute.startswith(os.path.dirname(torch.__file__) + os.sep)
+    )
 
 
 @contextlib.contextmanager

@@ -56,7 +56,7 @@ from ..worker.vocabulary import (
     VIEW_ONNX_JIT,
 )
 from .decompose import canonical_name
-from .delegate_view import DELEGATE_VIEWS, DelegateUnavailable, delegate_name, delegate_nodes
+from .delegate_view import DELEGATE_VIEWS, DelegateUnavailable, PlainDecomposition, delegate_name, delegate_nodes
 from .paths import TORCH_PLUMBING as _PLUMBING
 from .paths import is_library_file
 from .script import Site
@@ -649,13 +649,15 @@ def export_graph_ops(
             ) from None
         delegate_failures: list[GraphFailure] = []
         origins = _generated_code_origins(exported.graph_module)
+        plain = PlainDecomposition(wanted)  # the delegate views may start from the plain view's program
+        by_view: dict[str, list[GraphOp]] = {}
         # torch.export asks which ops are CompositeImplicitAutograd on every run_decompositions;
         # the answer depends only on the op registry's state, so it is asked once per state.
         with torchcompat.cia_ops_cached():
-            for view in wanted:
+            for view in sorted(wanted, key=lambda v: v in DELEGATE_VIEWS):  # the delegate views last
                 if view in DELEGATE_VIEWS:  # one delegate that cannot run must not cost the other views
                     try:
-                        found += _delegate_graph_ops(exported, view)
+                        by_view[view] = _delegate_graph_ops(exported, view, plain)
                     except GraphFailure as failure:
                         delegate_failures.append(failure)
                     continue
@@ -666,9 +668,9 @@ def export_graph_ops(
                     elif view == VIEW_COREML_EXPORT:
                         decomposed = exported.run_decompositions({})  # what coremltools' docs ask for
                     elif view == VIEW_EXECUTORCH:
-                        decomposed = exported.run_decompositions(
-                            _executorch_decomposition_table(options.get("executorch_decompositions") or {})
-                        )
+                        table = _executorch_decomposition_table(options.get("executorch_decompositions") or {})
+                        decomposed = exported.run_decompositions(plain.watching(table))
+                        plain.keep(decomposed)
                     else:
                         decomposed = exported.run_decompositions(
                             _onnx_decomposition_table(options.get("onnx_export_ops") or [])
@@ -677,20 +679,21 @@ def export_graph_ops(
                     raise GraphFailure(
                         view, f"run_decompositions: {type(error).__name__}: {_first_line(error)}", _user_site_of(error)
                     ) from None
-                found += _fx_ops(decomposed.graph_module, view, origins)
+                by_view[view] = _fx_ops(decomposed.graph_module, view, origins)
+        found = [op for view in wanted for op in by_view.get(view, ())]
     instance.eval()
     if delegate_failures:
         raise GraphFailures(delegate_failures, found)
     return found
 
 
-def _delegate_graph_ops(exported: Any, view: str) -> list[GraphOp]:
+def _delegate_graph_ops(exported: Any, view: str, plain: PlainDecomposition | None = None) -> list[GraphOp]:
     """One delegate view's nodes (capture/delegate_view.py) as graph ops, each located by
     the stack the edge node keeps, with the partitioner's decision as `delegate` facts.
     Raises GraphFailure when the partitioner cannot run or to_edge fails."""
 
     try:
-        nodes = delegate_nodes(exported, delegate_name(view))
+        nodes = delegate_nodes(exported, delegate_name(view), plain)
     except DelegateUnavailable as error:
         raise GraphFailure(view, f"the {delegate_name(view)} partitioner cannot run here: {error}") from None
     except Exception as error:  # noqa: BLE001 - to_edge or the partitioner failed on this program

@@ -37,7 +37,7 @@ import linecache
 import math
 import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -425,16 +425,31 @@ class SeenCall:
     guessed_build: bool  # the enclosing class was built with arguments atenlint inferred
 
 
+@dataclass
+class RecordedCalls:
+    """What `recording_calls` saw of one run: every submodule class whose forward was called
+    (`called`: the classes the run really judged; one the model holds but never calls is
+    not among them), and each one's first call that an expression can write (`first`)."""
+
+    called: set[type] = field(default_factory=set)
+    first: dict[type, SeenCall] = field(default_factory=dict)
+
+
 @contextlib.contextmanager
-def recording_calls(instance: torch.nn.Module, enclosing: str, guessed_build: bool) -> Iterator[dict[type, SeenCall]]:
-    """While `instance` runs: each submodule type's first call whose arguments an expression
-    can write (tensors, with their shapes and dtypes; numbers, bools, None, tuples of them;
-    keywords only where they are positional parameters). Forward pre-hooks, removed after."""
-    seen: dict[type, SeenCall] = {}
+def recording_calls(instance: torch.nn.Module, enclosing: str, guessed_build: bool) -> Iterator[RecordedCalls]:
+    """While `instance` runs: the classes of the submodules called, and each submodule
+    type's first call whose arguments an expression can write (tensors, with their shapes
+    and dtypes; numbers, bools, None, tuples of them; keywords only where they are
+    positional parameters). Forward pre-hooks, removed after."""
+    recorded = RecordedCalls()
+    seen = recorded.first
     paths = {id(module): name for name, module in instance.named_modules() if module is not instance}
 
     def record(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if type(module) in seen or id(module) not in paths:
+        if id(module) not in paths:
+            return
+        recorded.called.add(type(module))
+        if type(module) in seen:
             return
         expression = call_expression(module, args, kwargs)
         if expression is not None:
@@ -447,7 +462,7 @@ def recording_calls(instance: torch.nn.Module, enclosing: str, guessed_build: bo
         with contextlib.suppress(Exception):  # a module that refuses hooks records nothing
             handles.append(module.register_forward_pre_hook(record, with_kwargs=True))
     try:
-        yield seen
+        yield recorded
     finally:
         for handle in handles:
             handle.remove()

@@ -134,7 +134,7 @@ def script(instance: torch.nn.Module) -> Any:
             return torch.jit.script(instance)
         except Exception as error:  # noqa: BLE001 - every compile failure becomes a finding
             forget_module_types()
-            raise _script_failure(error) from None
+            raise _script_failure(error, instance) from None
 
 
 def forget_module_types() -> None:
@@ -144,11 +144,58 @@ def forget_module_types() -> None:
     torchcompat.reset_concrete_type_store()
 
 
-def _script_failure(error: Exception) -> ScriptFailure:
+def _script_failure(error: Exception, instance: torch.nn.Module | None = None) -> ScriptFailure:
     text = str(error)
     lines = text.splitlines()
     headline = next((ln.strip() for ln in lines if ln.strip()), type(error).__name__)
-    return ScriptFailure(headline.rstrip(":").rstrip(), _failure_site(lines), text)
+    site = _failure_site(lines)
+    if instance is not None and (site is None or is_library_file(site.file)):
+        # No frame of the error is in the user's files (`Conv2d.forward` in torch's conv.py,
+        # compiled for a user's subclass): the user's class it was compiling stands for it.
+        site = _compiled_class_site(lines, instance) or site
+    return ScriptFailure(headline.rstrip(":").rstrip(), site, text)
+
+
+_COMPILED_RE = re.compile(r"'(?P<name>[\w.]+)' is being compiled since it was called from '(?P<caller>[\w.]+)'")
+
+
+def _compiled_class_site(lines: list[str], instance: torch.nn.Module) -> Site | None:
+    """The `class` statement of the user's class whose methods TorchScript was compiling
+    when it stopped: the outermost one its "is being compiled since it was called from"
+    lines name (`'MyConv._conv_forward' ... called from 'MyConv.forward'`), among the
+    classes of the instance's modules defined outside libraries; else the instance's own
+    class, when it is the user's. None when neither is."""
+    named: list[str] = []
+    for line in lines:
+        for match in _COMPILED_RE.finditer(line):
+            named += [match["name"].rsplit(".", 1)[0], match["caller"].rsplit(".", 1)[0]]
+    classes: dict[str, type] = {}
+    for module in instance.modules():
+        classes.setdefault(type(module).__name__, type(module))
+    for name in reversed(named):  # the callers are printed after the callees: outermost last
+        found = classes.get(name.rsplit(".", 1)[-1])
+        site = _class_statement(found) if found is not None else None
+        if site is not None:
+            return site
+    return _class_statement(type(instance))
+
+
+def _class_statement(cls: type) -> Site | None:
+    """Where `class Name` is written, when that is in the user's files."""
+    try:
+        file = inspect.getsourcefile(cls)
+        source, first = inspect.getsourcelines(cls)
+    except (OSError, TypeError):
+        return None
+    if file is None or is_library_file(file):
+        return None
+    for offset, text in enumerate(source):
+        stripped = text.lstrip()
+        if stripped.startswith("class "):
+            col = len(text[: len(text) - len(stripped)].encode("utf-8"))
+            end = col + len(("class " + cls.__name__).encode("utf-8"))
+            return Site(os.path.abspath(file), first + offset, col, end_col=end)
+    return None
 
 
 def _failure_site(lines: list[str]) -> Site | None:
@@ -156,7 +203,8 @@ def _failure_site(lines: list[str]) -> Site | None:
     frames after it ("... is being compiled since it was called from ...") are its callers,
     outermost last. The last one may be torch's own code (`Conv2d.forward` calling a
     subclass's `_conv_forward`), so the innermost frame in the user's files is the site;
-    a failure wholly inside library code keeps its innermost frame."""
+    a failure wholly inside library code keeps its innermost frame here (`_script_failure`
+    then puts it at the user's class TorchScript was compiling)."""
     sites = []
     for index, line in enumerate(lines):
         header = _HEADER_RE.match(line)

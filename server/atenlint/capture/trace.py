@@ -14,9 +14,11 @@ Runs inside the worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -60,10 +62,15 @@ class TracedOp:
     arg_shapes: dict[str, Any] = field(default_factory=dict)  # schema argument name -> concrete shape (fix conditions)
 
 
+_POSITIONS: dict[Any, list[Any]] = {}  # code object -> its co_positions(), read once per process
+
+
 def _frame_site(frame: Any) -> Site:
     code = frame.f_code
     if sys.version_info >= (3, 11):
-        positions = list(code.co_positions())
+        positions = _POSITIONS.get(code)
+        if positions is None:
+            positions = _POSITIONS[code] = list(code.co_positions())
         index = frame.f_lasti // 2
         if 0 <= index < len(positions):
             line, end_line, col, end_col = positions[index]
@@ -271,10 +278,36 @@ def _fake_mode() -> Any:
     return torchcompat.fake_tensor_mode(allow_non_fake_inputs=True)  # Unavailable: the trace fails, scripting runs
 
 
-def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], list[str]]:
+@dataclass
+class PhaseRun:
+    """One recorded forward of a dispatch trace (training or eval mode): what it recorded,
+    whether it read a value it had to guess, how it failed (None: it ran to the end), and
+    the module classes whose forward it reached (`called`)."""
+
+    training: bool
+    found: list[TracedOp]
+    guessed: bool
+    failure: TraceFailure | None
+    called: set[type] = field(default_factory=set)
+    # The failure was raised in atenlint's own code, or where a composite's expansion met an
+    # op without a meta kernel: a plain run (`runs_on_fake`) might not meet it.
+    failed_in_recorder: bool = False
+
+
+def trace_ops(
+    instance: torch.nn.Module,
+    inputs: Any,
+    eval_run: PhaseRun | None = None,
+    called: set[type] | None = None,
+) -> tuple[list[TracedOp], list[str]]:
     """Run `instance(*inputs)` in training and in eval mode on fake tensors, recording
     every op the dispatcher sees (the device backends' view; export toolchains get their
     own graphs from `graphs.py`). Returns the ops and notes on what could not be seen.
+
+    `eval_run`: the eval phase already recorded on these inputs (`recorded_check`, which
+    inferred inputs ran as their check), used instead of running forward again; only the
+    training phase runs then. `called`, when given, gets the module classes (the instance's
+    own submodules) whose forward a kept phase reached.
 
     One phase failing does not discard the other (BatchNorm with a batch of 1 fails only
     in training); a forward that fails after a value it had to guess (`.item()`) keeps
@@ -286,16 +319,14 @@ def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], l
     notes: list[str] = []
     failure: TraceFailure | None = None
     for training in (True, False):
-        instance.train(training)
-        recorder = _TraceRecorder(_run.__code__, training)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _run(instance, arguments, recorder, keywords)
-        except Exception as error:  # noqa: BLE001 - the user's forward failed on these inputs
-            phase = "training" if training else "eval"
-            problem = TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error))
-            if recorder.guessed and recorder.found:
+        if not training and eval_run is not None:
+            run = eval_run
+        else:
+            run = _record_phase(instance, arguments, keywords, training)
+        phase = "training" if training else "eval"
+        if run.failure is not None:
+            problem = run.failure
+            if run.guessed and run.found:
                 notes.append(
                     f"the {phase} trace stopped after a value read from a tensor (`.item()`), which "
                     f"fake tensors cannot know ({problem.message}); what ran before it was kept"
@@ -304,11 +335,91 @@ def trace_ops(instance: torch.nn.Module, inputs: Any) -> tuple[list[TracedOp], l
                 notes.append(f"the {phase} trace failed: {problem.message}")
                 failure = failure or problem
                 continue
-        found.extend(recorder.found)
+        found.extend(run.found)
+        if called is not None:
+            called.update(run.called)
     instance.eval()
     if not found and failure is not None:
         raise failure
     return found, notes
+
+
+def _record_phase(
+    instance: torch.nn.Module, arguments: tuple[Any, ...], keywords: dict[str, Any], training: bool
+) -> PhaseRun:
+    """One forward in `training` mode under the recorder; never raises (the failure is kept)."""
+    instance.train(training)
+    recorder = _TraceRecorder(_run.__code__, training)
+    failure: TraceFailure | None = None
+    ours = False
+    with _calls_reaching(instance) as called:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _run(instance, arguments, recorder, keywords)
+        except Exception as error:  # noqa: BLE001 - the user's forward failed on these inputs
+            failure = TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error))
+            ours = _raised_by_recorder(error)
+    return PhaseRun(training, recorder.found, recorder.guessed, failure, called, ours)
+
+
+def _raised_by_recorder(error: BaseException) -> bool:
+    """Whether a failure may be the recorder's rather than the forward's: raised in
+    atenlint's own code (the innermost frame), or an expansion stopping at an op without a
+    meta kernel (`dispatch_expanding` lets that one through; a plain call may have a fake
+    kernel for the composite). Any other error comes from torch or the user's code, which a
+    plain run meets the same way: the recorder hands every other failed expansion back to
+    the plain call of the op."""
+    if isinstance(error, NotImplementedError) and ("Meta kernel" in str(error) or "fake impl" in str(error)):
+        return True
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(_ATENLINT_DIR)
+
+
+@contextlib.contextmanager
+def _calls_reaching(instance: torch.nn.Module) -> Iterator[set[type]]:
+    """While `instance` runs: the classes of its submodules whose forward is called (forward
+    pre-hooks that only note the class, removed after). A compiled submodule runs its own
+    graph: no Python hook sees its calls, and it is left out."""
+    called: set[type] = set()
+
+    def note(module: torch.nn.Module, args: Any) -> None:
+        called.add(type(module))
+
+    handles = []
+    for module in instance.modules():
+        if module is instance or isinstance(module, torch.jit.ScriptModule):
+            continue
+        with contextlib.suppress(Exception):  # a module that refuses hooks is not noted
+            handles.append(module.register_forward_pre_hook(note))
+    try:
+        yield called
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def recorded_check(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> PhaseRun | None:
+    """`runs_on_fake`'s check done as the dispatch trace's eval phase, so that inferred
+    inputs cost one forward for both: the recorded eval run when the inputs are kept, None
+    when they are not. The verdict is `runs_on_fake`'s: a recorded run that fails where the
+    recorder itself may have (`failed_in_recorder`) is checked again the plain way, and when
+    that one runs, the inputs are kept with the recorded failure, as `trace_ops` would have
+    met it. Leaves the train/eval state of every module as it was."""
+    states = [(m, m.training) for m in instance.modules()]
+    fake_log = torchcompat.fake_tensor_logger()
+    was_disabled, fake_log.disabled = fake_log.disabled, True
+    try:
+        run = _record_phase(instance, inputs, {}, training=False)
+    finally:
+        fake_log.disabled = was_disabled
+        for module, training in states:
+            module.training = training
+    if run.failure is None or (run.failed_in_recorder and runs_on_fake(instance, inputs)):
+        return run
+    return None
 
 
 def runs_on_fake(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:

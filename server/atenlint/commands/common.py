@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from ..config import ConfigError, SettingsResolver
-
 if TYPE_CHECKING:
+    from ..config import SettingsResolver
+
     # What `add_subparsers()` returns: each command's `add_parser` adds its parser to it.
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -51,6 +51,8 @@ def default_jobs(paths: list[str], resolver: SettingsResolver) -> int:
     `[tool.atenlint]` sets (the largest, if they differ), else by the workspace's size. A
     second worker costs a torch import (seconds, hundreds of MB): only worth it for large
     workspaces, and never more than the machine has cores for."""
+    from ..config import ConfigError  # here: `atenlint serve` answers `initialize` without it
+
     configured = []
     for path in paths:
         try:

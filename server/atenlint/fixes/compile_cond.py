@@ -17,6 +17,17 @@ an attribute or a module buffer, no `print`, no graph break inside a branch. Run
 torch.cond traces the branches with Dynamo too, so a branch it cannot capture raises even
 without torch.compile.
 
+The branches read the enclosing names as closures rather than taking them as explicit
+`operands` (`torch.cond(p, true_fn, false_fn, (x, y))`, the form torch.cond's docstring
+shows): torch.cond accepts operands that are tensors only (`_validate_input` in
+torch/_higher_order_ops/cond.py raises for any other leaf: torch 2.13 and 2.14 here, and the
+same check in later releases), and the source does not show which names a branch reads are
+tensors (`self`, a Python number, a list of modules are read the same way). Dynamo lifts the
+tensors a branch closes over as inputs of both branch graphs, the same graph as explicit
+operands give; the tests compile each rewrite with `fullgraph=True` on the installed torch.
+An `elif` chain is not rewritten (nested torch.cond calls with their own closures: the
+torch.where fix covers chains of plain selects; a `while` has no torch.cond form).
+
 Offered only where the source shows none of what torch.cond refuses: each branch is a
 block of assignments to plain names (and a final `return`), with no in-place method,
 `print`, container mutation, walrus, `del`, loop or nested branch; no name is read in a

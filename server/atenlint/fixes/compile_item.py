@@ -8,7 +8,12 @@ compile. `torch._check(n >= 0)` / `torch._check_is_size(n)` after the call do no
 break: they state facts about a number already in the graph, for a later use Dynamo cannot
 decide ("Could not guard on data-dependent expression"). Setting the config inside
 `forward` (`torch._dynamo.patch_dynamo_config`) comes too late: the graph's shape
-environment is made before. So the remedy says which switch keeps the number in the graph,
+environment is made before. Decorating `forward` with
+`@torch._dynamo.config.patch(capture_scalar_outputs=True)` does keep the number in the graph
+under the default `torch.compile` (torch 2.13: one graph, no break; Dynamo skips the
+decorator's wrapper frame and compiles `forward` with the config on), but
+`torch.compile(fullgraph=True)` then raises at the wrapper ("Unsupported context manager")
+where the undecorated module compiled as one graph: not exact, so not offered. So the remedy says which switch keeps the number in the graph,
 process-wide; it writes nothing, and offers no `torch._check` that asserts more than the
 code does (that would make the module raise where it did not).
 """

@@ -73,6 +73,10 @@ _FUNCTIONAL = frozenset(
         "hardsigmoid", "hardswish", "softplus", "softsign", "logsigmoid", "tanhshrink", "sigmoid", "tanh",
     }
 )  # fmt: skip
+# Reductions a later `elif` test may compute (a value, never state).
+_REDUCTIONS = frozenset(
+    {"any", "all", "sum", "mean", "max", "min", "amax", "amin", "norm", "prod", "std", "var", "abs"}
+)
 # Operators that cannot raise for a side the original never computed (// and % raise on an
 # integer tensor's zero divisor).
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.BitAnd, ast.BitOr, ast.BitXor)
@@ -87,28 +91,141 @@ def select_with_where(
     if len(branches) != 1:
         return None  # none, or two on one line: which one Dynamo meant is not known
     (branch,) = branches
+    if isinstance(branch, ast.If):
+        branch = _chain_head(file, branch)  # Dynamo breaks at an `elif`'s test too: the chain is one select
     function = enclosing_function(branch)
     shadowed = enclosing_names(function)
-    predicate = tensor_predicate(file, branch.test, shadowed)
-    if predicate is None:
-        return None
+    chain: list[ast.If] = _elif_chain(file, branch) if isinstance(branch, ast.If) else []
+    tests = [link.test for link in chain] if chain else [branch.test]
+    found = [tensor_predicate(file, test, shadowed) for test in tests]
+    predicates = [p for p in found if p is not None]
+    if len(predicates) != len(tests) or not all(_test_computes_only(file, test, shadowed) for test in tests[1:]):
+        return None  # each later test is computed even where an earlier one holds: a value, nothing else
     spelling = _where_spelling(file, function, shadowed)
     if spelling is None:
         return None
     where_name, edits = spelling
+    rewritten: TextEdit | None
     if isinstance(branch, ast.IfExp):
-        rewritten = _expression_edit(file, branch, predicate, where_name, shadowed)
+        rewritten = _expression_edit(file, branch, predicates[0], where_name, shadowed)
+    elif len(chain) > 1:
+        rewritten = _chain_edit(file, chain, predicates, where_name, shadowed)
     else:
-        rewritten = _statement_edit(file, branch, predicate, where_name, shadowed)
+        rewritten = _statement_edit(file, branch, predicates[0], where_name, shadowed)
     if rewritten is None:
         return None
     edits.append(rewritten)
     if not parses_after(file, edits):
         return None
     condition = "while both sides give tensors of one shape, dtype and device"
-    if not predicate.zero_dim:
-        condition += ", and the test is a 0-dim tensor"
+    if len(tests) > 1:
+        condition = "while every side gives tensors of one shape, dtype and device"
+    if not all(p.zero_dim for p in predicates):
+        condition += ", and the test is a 0-dim tensor" if len(tests) == 1 else ", and every test is a 0-dim tensor"
     return fix_json(remedy, file, f"Select with `{where_name}`", edits, condition)
+
+
+def _is_elif(file: FileContext, node: ast.If) -> bool:
+    start, _ = file.index.node_offsets(node)
+    return file.text.startswith("elif", start)
+
+
+def _chain_head(file: FileContext, node: ast.If) -> ast.If:
+    """The `if` an `elif` belongs to (the `elif` itself is its parent's only `else` statement)."""
+    while _is_elif(file, node):
+        parent = next(
+            (n for n in ast.walk(file.tree) if isinstance(n, ast.If) and len(n.orelse) == 1 and n.orelse[0] is node),
+            None,
+        )
+        if parent is None:
+            break
+        node = parent
+    return node
+
+
+def _elif_chain(file: FileContext, head: ast.If) -> list[ast.If]:
+    """`if p1: ... elif p2: ... elif ...`: the `if` and each `elif`, in order."""
+    chain = [head]
+    while (
+        len(chain[-1].orelse) == 1 and isinstance(chain[-1].orelse[0], ast.If) and _is_elif(file, chain[-1].orelse[0])
+    ):
+        chain.append(chain[-1].orelse[0])
+    return chain
+
+
+def _test_computes_only(file: FileContext, test: ast.expr, shadowed: set[str]) -> bool:
+    """A test whose calls are tensor methods that compute a value (elementwise ones and
+    reductions), never a module, another function or an in-place method: computing it where
+    the original did not changes nothing."""
+    for inner in ast.walk(test):
+        if isinstance(inner, ast.Call):
+            func = inner.func
+            if not isinstance(func, ast.Attribute) or func.attr not in _ELEMENTWISE | _REDUCTIONS:
+                return False
+            if isinstance(func.value, ast.Name) and (
+                func.value.id in ("self", "cls") or func.value.id in file.bindings.imported
+            ):
+                return False
+        elif isinstance(inner, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+    return True
+
+
+def _chain_edit(
+    file: FileContext, chain: list[ast.If], predicates: list[Predicate], where_name: str, shadowed: set[str]
+) -> TextEdit | None:
+    """`if p1: a = A1 elif p2: a = A2 ... else: a = An` (the same names, once each, in every
+    branch, an `else` at the end) -> `a = torch.where(p1, A1, torch.where(p2, A2, An))` per
+    name; and `if p1: return A1 elif p2: return A2 ... else: return An` -> one `return`."""
+    head, last = chain[0], chain[-1]
+    lines = statement_lines(file, head)
+    if lines is None or not last.orelse:
+        return None
+    blocks = [link.body for link in chain] + [last.orelse]
+    newline = file.index.newline()
+    out = [f"{lines.indent}{comment}" for comment in comments_within(file, lines.start, lines.end)]
+    tests = [file.segment(p.node) for p in predicates]
+    if all(len(b) == 1 and isinstance(b[0], ast.Return) and b[0].value is not None for b in blocks):
+        values = [b[0].value for b in blocks if isinstance(b[0], ast.Return) and b[0].value is not None]
+        if not all(_computes_only(file, value, shadowed) for value in values):
+            return None
+        out.append(f"{lines.indent}return {_nested_where(file, where_name, tests, predicates, values)}")
+        return TextEdit(lines.start, lines.end, newline.join(out))
+    assigned = [_assignments(block) for block in blocks]
+    names = set(assigned[0] or ())
+    if not names or any(a is None or set(a) != names for a in assigned):
+        return None
+    sides = [a for a in assigned if a is not None]
+    values = [value for side in sides for value in side.values()]
+    if not all(_computes_only(file, value, shadowed) for value in values):
+        return None
+    if len(names) > 1 and any(name.id in names for value in values for name in names_read(value)):
+        return None  # a side reads a name the branch sets: one `where` per name would reorder them
+    if len(names) > 1:
+        # Each test computed once, before any name changes, as the branches did.
+        taken = shadowed | set(file.bindings.imported) | file.bindings.other
+        held = []
+        for test in tests:
+            name = fresh_name("take_branch", taken)
+            taken.add(name)
+            out.append(f"{lines.indent}{name} = ({test})" if "\n" in test else f"{lines.indent}{name} = {test}")
+            held.append(name)
+        tests = held
+    for name in sides[0]:
+        nested = _nested_where(file, where_name, tests, predicates, [side[name] for side in sides])
+        out.append(f"{lines.indent}{name} = {nested}")
+    return TextEdit(lines.start, lines.end, newline.join(out))
+
+
+def _nested_where(
+    file: FileContext, where_name: str, tests: list[str], predicates: list[Predicate], values: list[ast.expr]
+) -> str:
+    """`where(t1, v1, where(t2, v2, ... vn))`, each level with its test's sides in order."""
+    text = _text(file, values[-1])
+    for test, predicate, value in reversed(list(zip(tests, predicates, values))):
+        first, second = (text, _text(file, value)) if predicate.negated else (_text(file, value), text)
+        text = f"{where_name}({test}, {first}, {second})"
+    return text
 
 
 def _expression_edit(

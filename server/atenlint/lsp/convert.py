@@ -20,6 +20,7 @@ from ..pyproject_edit import ignore_ops_edit
 from ..sourcetext import ENCODINGS, UTF16, JsonRange, Position, Range, SourceText, convert_column
 from ..targets.site_verdict import CONDITIONAL, SUPPORTED
 from ..uris import path_uri
+from .capabilities import FIX_ALL_KIND
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -27,7 +28,6 @@ SEVERITY = {
     "information": types.DiagnosticSeverity.Information,
     "hint": types.DiagnosticSeverity.Hint,
 }
-FIX_ALL_KIND = "source.fixAll.atenlint"
 
 
 class Encoding:

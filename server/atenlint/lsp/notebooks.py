@@ -5,7 +5,8 @@ pulls diagnostics for files: VS Code's never pulls cells).
 The session sees a notebook as one document whose text is that module (path: the
 .ipynb file); `NotebookDocuments` keeps, per notebook, the cells' URIs and the module's
 map back to cells, and turns the session's findings into per-cell findings. The
-handlers `register` adds are a few lines over it; pygls keeps the cells' texts.
+handlers (`did_open` ..., registered by server.py) are a few lines over it; pygls keeps the
+cells' texts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import Workspace
 
@@ -27,15 +27,8 @@ from ..notebook_check import cell_problems
 from ..sourcetext import Range, SourceText
 from ..uris import path_uri
 from . import convert
+from .capabilities import NOTEBOOK_SYNC
 from .session import Session
-
-# Every notebook type ("*": Jupyter's, VS Code's interactive window, ...), its Python cells.
-NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
-    notebook_selector=[
-        types.NotebookDocumentFilterWithCells(notebook="*", cells=[types.NotebookCellLanguage(language="python")])
-    ],
-    save=True,
-)
 
 # One cell as the handlers read it from pygls: (cell uri, kind "code"|"markdown", language id, text).
 CellDocument = tuple[str, str, str, str]
@@ -138,7 +131,9 @@ class NotebookDocuments:
 class NotebookHost(Protocol):
     """What the handlers use of the server (the server is one; this module never imports it)."""
 
-    notebooks: NotebookDocuments
+    @property
+    def notebooks(self) -> NotebookDocuments: ...
+
     encoding: convert.Encoding
     versioned_edits: bool  # the client applies `documentChanges`: edits carry cell versions
 
@@ -177,33 +172,33 @@ def _sync(ls: NotebookHost, uri: str) -> NotebookView | None:
     return ls.notebooks.update(uri, os.path.abspath(path), _cells(ls, notebook), _cell_versions(ls, notebook))
 
 
-def register(server: LanguageServer) -> None:
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def did_open(ls: NotebookHost, params: types.DidOpenNotebookDocumentParams) -> None:
-        view = _sync(ls, params.notebook_document.uri)
-        if view is not None:
-            ls.session.open(view.uri, view.path, params.notebook_document.version, view.module.text)
+# The notebook document messages (server.py registers them; this module is imported after
+# the `initialize` answer).
+def did_open(ls: NotebookHost, params: types.DidOpenNotebookDocumentParams) -> None:
+    view = _sync(ls, params.notebook_document.uri)
+    if view is not None:
+        ls.session.open(view.uri, view.path, params.notebook_document.version, view.module.text)
 
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def did_change(ls: NotebookHost, params: types.DidChangeNotebookDocumentParams) -> None:
-        view = _sync(ls, params.notebook_document.uri)
-        if view is not None:
-            ls.session.change(view.uri, params.notebook_document.version, view.module.text)
 
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-    def did_save(ls: NotebookHost, params: types.DidSaveNotebookDocumentParams) -> None:
-        view = _sync(ls, params.notebook_document.uri)
-        if view is not None:
-            ls.session.save(view.uri, view.module.text)
+def did_change(ls: NotebookHost, params: types.DidChangeNotebookDocumentParams) -> None:
+    view = _sync(ls, params.notebook_document.uri)
+    if view is not None:
+        ls.session.change(view.uri, params.notebook_document.version, view.module.text)
 
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def did_close(ls: NotebookHost, params: types.DidCloseNotebookDocumentParams) -> None:
-        uri = params.notebook_document.uri
-        view = ls.notebooks.remove(uri)
-        ls.session.close(uri)
-        if view is not None:  # nothing stale stays in any cell (pushed in either mode)
-            for cell_uri in view.published:
-                ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
+
+def did_save(ls: NotebookHost, params: types.DidSaveNotebookDocumentParams) -> None:
+    view = _sync(ls, params.notebook_document.uri)
+    if view is not None:
+        ls.session.save(view.uri, view.module.text)
+
+
+def did_close(ls: NotebookHost, params: types.DidCloseNotebookDocumentParams) -> None:
+    uri = params.notebook_document.uri
+    view = ls.notebooks.remove(uri)
+    ls.session.close(uri)
+    if view is not None:  # nothing stale stays in any cell (pushed in either mode)
+        for cell_uri in view.published:
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=[]))
 
 
 def publish_cells(ls: NotebookHost, uri: str, findings: list[Finding]) -> bool:
@@ -395,7 +390,10 @@ __all__ = [
     "NotebookDocuments",
     "cell_diagnostics",
     "code_actions",
+    "did_change",
+    "did_close",
+    "did_open",
+    "did_save",
     "is_cell",
     "publish_cells",
-    "register",
 ]

@@ -1,6 +1,11 @@
 """The pygls language server: each handler translates one LSP message into a call on the
 `Session` (state and scheduling) and converts results with `convert`. Nothing here
-analyses anything."""
+analyses anything.
+
+The analysis side (the session, conversions, notebooks: most of atenlint) is imported
+after the `initialize` answer has gone out (`load_analysis`), never before it: an editor
+sends nothing else until it has that answer, and the workers' start does not wait for
+those imports either (`_start_session`)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -22,17 +27,19 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..findings import Finding
-from ..inputs_suggest import code_action_edit
-from ..output import report_markdown_for
-from ..sourcetext import SourceText
 from ..uris import path_uri
-from . import convert, notebooks
-from .pull import PullReports
-from .results import call_site_at, findings_at
-from .session import Session
-from .settings import editor_settings
-from .state import Served, read_saved_text
+from .capabilities import FIX_ALL_KIND, NOTEBOOK_SYNC
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..sourcetext import SourceText
+    from ..worker.pool import WorkerPool
+    from . import convert
+    from .notebooks import NotebookDocuments
+    from .pull import PullReports
+    from .session import Session
+    from .settings import EditorSettings
+    from .state import Served
 
 STATUS_NOTIFICATION = "atenlint/status"
 CHECK_WORKSPACE = "atenlint.checkWorkspace"
@@ -65,6 +72,21 @@ class ReportAnswer(TypedDict):
     markdown: str
 
 
+_analysis_loaded = False
+
+
+def load_analysis() -> None:
+    """Import the analysis side of the server, once. Called right after the `initialize`
+    answer (`_start_session`); each function imports what it uses of it where it uses it
+    (a lookup in `sys.modules` once loaded), so a test's server or a message that came
+    before `initialize` finds it too."""
+    global _analysis_loaded
+    if not _analysis_loaded:
+        from . import convert, notebooks, session  # noqa: F401 - imported for their side: loaded now
+
+        _analysis_loaded = True
+
+
 class AtenlintProtocol(LanguageServerProtocol):
     """pygls answers `$/cancelRequest` for `workspace/executeCommand` without reaching the
     command's own task (it runs under another id), and warns about every cancel of a request
@@ -92,17 +114,18 @@ class AtenlintServer(LanguageServer):
             "atenlint",
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            notebook_document_sync=notebooks.NOTEBOOK_SYNC,
+            notebook_document_sync=NOTEBOOK_SYNC,
             protocol_cls=AtenlintProtocol,
         )
         self.cancellations: dict[MessageId, threading.Event] = {}  # request id -> the event a running check watches
-        self.notebooks = notebooks.NotebookDocuments()
-        self._session: Session | None = None  # created by `initialize`
-        self.encoding = convert.Encoding()
+        self._session: Session | None = None  # created after `initialize` has been answered
+        # Made on first use (`load_analysis`): their classes belong to the analysis side.
+        self._notebooks: NotebookDocuments | None = None
+        self._encoding: convert.Encoding | None = None
+        self._pulls: PullReports | None = None
         self.supports_refresh = False
         self.supports_configuration = False
         self.versioned_edits = False  # the client applies `documentChanges` (quick fixes carry versions)
-        self.pulls = PullReports()
         # Per file: (what was served, the text, the encoding) -> its diagnostics converted for code actions.
         self.known: dict[str, tuple[tuple[str, str, str], KnownDiagnostics]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -115,9 +138,39 @@ class AtenlintServer(LanguageServer):
             raise JsonRpcServerNotInitialized("atenlint: the server has not received `initialize` yet")
         return self._session
 
-    def start_session(self, session: Session) -> None:
+    @property
+    def notebooks(self) -> NotebookDocuments:
+        if self._notebooks is None:
+            from .notebooks import NotebookDocuments
+
+            self._notebooks = NotebookDocuments()
+        return self._notebooks
+
+    @property
+    def encoding(self) -> convert.Encoding:
+        """The position encoding agreed at `initialize` (UTF-16 until then)."""
+        if self._encoding is None:
+            from .convert import Encoding
+
+            self._encoding = Encoding()
+        return self._encoding
+
+    @encoding.setter
+    def encoding(self, encoding: convert.Encoding) -> None:
+        self._encoding = encoding
+
+    @property
+    def pulls(self) -> PullReports:
+        if self._pulls is None:
+            from .pull import PullReports
+
+            self._pulls = PullReports()
+        return self._pulls
+
+    def start_session(self, session: Session, pool: WorkerPool | None = None) -> None:
+        """`pool`: workers already starting for these settings (`_early_pool`)."""
         self._session = session
-        session.start()  # workers warm up in the background; initialize answers now
+        session.start(pool)  # workers warm up in the background
 
     def stop_session(self) -> None:
         if self._session is not None:
@@ -130,6 +183,8 @@ class AtenlintServer(LanguageServer):
 
     # -- Callbacks for the session (called on the event loop thread) ------
     def publish(self, uri: str, version: int | None, findings: list[Finding]) -> None:
+        from . import convert, notebooks
+
         if notebooks.publish_cells(self, uri, findings):  # a notebook: on each cell's URI
             return
         path = _path(uri)
@@ -170,6 +225,8 @@ class AtenlintServer(LanguageServer):
     def shown_source(self, uri: str) -> SourceText | None:
         """The text the file's shown results were computed on (the saved file while the
         buffer has unsaved edits under `onSave`): positions convert against it."""
+        from ..sourcetext import SourceText
+
         path = _path(uri)
         text = self.session.source_text_for(path) if path is not None else None
         if path is not None and text is not None:
@@ -179,6 +236,9 @@ class AtenlintServer(LanguageServer):
     def source(self, uri: str) -> SourceText | None:
         """The document's text: the open buffer, else the file on disk (a regular file of
         bounded size only: a URI may name a device or a FIFO)."""
+        from ..sourcetext import SourceText
+        from .state import read_saved_text
+
         document = self.session.documents.get(uri)
         if document is not None:
             return SourceText(document.text, document.path)
@@ -197,13 +257,45 @@ class AtenlintServer(LanguageServer):
 
     def items(self, served: Served) -> list[types.Diagnostic]:
         """A served file's diagnostics, positions converted against the text they refer to."""
+        from ..sourcetext import SourceText
+        from . import convert
+        from .state import read_saved_text
+
         text = served.text if served.text is not None else read_saved_text(served.path)
         source = SourceText(text, served.path) if text is not None else None
         return [convert.diagnostic(f, source, self.encoding, served.version) for f in served.findings]
 
 
 server = AtenlintServer()
-notebooks.register(server)
+
+
+# Notebook documents: notebooks.py.
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: AtenlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    from . import notebooks
+
+    notebooks.did_open(ls, params)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: AtenlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    from . import notebooks
+
+    notebooks.did_change(ls, params)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+def notebook_did_save(ls: AtenlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    from . import notebooks
+
+    notebooks.did_save(ls, params)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def notebook_did_close(ls: AtenlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    from . import notebooks
+
+    notebooks.did_close(ls, params)
 
 
 def _path(uri: str) -> str | None:
@@ -222,7 +314,7 @@ def _python_path(uri: str, language_id: str | None = None) -> str | None:
 def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
     ls.loop = asyncio.get_running_loop()
     capabilities = params.capabilities
-    ls.encoding = convert.Encoding(ls.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+    encoding = ls.workspace.position_encoding or types.PositionEncodingKind.Utf16
     text_document = capabilities.text_document
     workspace = capabilities.workspace
     ls.supports_refresh = bool(workspace and workspace.diagnostics and workspace.diagnostics.refresh_support)
@@ -237,16 +329,46 @@ def initialize(ls: AtenlintServer, params: types.InitializeParams) -> None:
     ls.versioned_edits = bool(edits and edits.document_changes)
     uris = [f.uri for f in params.workspace_folders or []] or ([params.root_uri] if params.root_uri else [])
     folders = [path for path in map(_path, uris) if path]
-    settings = editor_settings(params.initialization_options)
-    # The answer goes out when this returns; the log message (the first of its kind costs
-    # pygls a converter) and the workers' start (a thread that competes for the interpreter)
-    # wait until it has: an editor sends nothing before it has the answer.
-    ls.loop.call_soon(
-        ls.log,
+    # The answer goes out when this returns; the session starts on the loop's next turn,
+    # before any later message is read (an editor sends nothing before it has the answer).
+    ls.loop.call_soon(_start_session, ls, params.initialization_options, folders, pull, encoding)
+
+
+def _start_session(
+    ls: AtenlintServer, options: Any, folders: list[str], pull: bool, encoding: types.PositionEncodingKind | str
+) -> None:
+    """After the `initialize` answer: begin the workers' start (their torch import is the
+    longest wait of a cold server), then import the analysis side meanwhile and make the
+    session, which adopts those workers."""
+    from .settings import editor_settings
+
+    settings = editor_settings(options)
+    pool = _early_pool(ls, settings, folders)
+    load_analysis()
+    from .convert import Encoding
+    from .session import Session
+
+    ls.encoding = Encoding(encoding)
+    ls.log(
         f"atenlint {__version__}: {'pull' if pull else 'push'} diagnostics, position encoding "
-        f"{ls.encoding.name}, workers run {settings.python}",
+        f"{ls.encoding.name}, workers run {settings.python}"
     )
-    ls.start_session(Session(ls, settings, folders, pull=pull))
+    ls.start_session(Session(ls, settings, folders, pull=pull), pool)
+
+
+def _early_pool(ls: AtenlintServer, settings: EditorSettings, folders: list[str]) -> WorkerPool | None:
+    """The session's worker pool, its workers starting now. Only where the interpreter is
+    the settings' own (a trusted session, or no folder): an untrusted workspace's choice is
+    the session's to make (`Workers.interpreter`), after its imports."""
+    if not settings.trusted and folders:
+        return None
+    from ..worker.pool import WorkerPool, WorkerSettings
+
+    pool = WorkerPool(
+        settings.workers, WorkerSettings(python=settings.python, memory_limit_mb=settings.memory_limit_mb), log=ls.log
+    )
+    pool.start_in_background()
+    return pool
 
 
 def _register_pull_diagnostics(ls: AtenlintServer) -> None:
@@ -305,6 +427,8 @@ def _apply_editor_settings(ls: AtenlintServer, section: object) -> None:
     """New `atenlint.*` settings from the client. The session decides what they change
     (a new interpreter gets new workers once the running analyses are done); the server
     only asks for the re-check."""
+    from .settings import editor_settings
+
     if (
         isinstance(section, dict)
         and section
@@ -385,6 +509,8 @@ PULL_OPTIONS = types.DiagnosticOptions(identifier="atenlint", inter_file_depende
 async def document_diagnostic(
     ls: AtenlintServer, params: types.DocumentDiagnosticParams
 ) -> types.DocumentDiagnosticReport:
+    from . import notebooks
+
     uri = params.text_document.uri
     if notebooks.is_cell(ls, uri):
         return await notebooks.cell_diagnostics(ls, params)
@@ -413,11 +539,11 @@ def workspace_diagnostic(
 
 @server.feature(
     types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND], resolve_provider=False
-    ),
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
 )
 def code_action(ls: AtenlintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    from . import convert, notebooks
+
     uri = params.text_document.uri
     if notebooks.is_cell(ls, uri):
         return notebooks.code_actions(ls, params)
@@ -449,7 +575,7 @@ def code_action(ls: AtenlintServer, params: types.CodeActionParams) -> list[type
     return actions or None
 
 
-KnownDiagnostics = list[tuple[types.Diagnostic, convert.DiagnosticData]]
+KnownDiagnostics = list[tuple[types.Diagnostic, "convert.DiagnosticData"]]
 
 
 def _known_diagnostics(ls: AtenlintServer, path: str | None, uri: str, text: str) -> KnownDiagnostics:
@@ -460,6 +586,9 @@ def _known_diagnostics(ls: AtenlintServer, path: str | None, uri: str, text: str
     Converted once per served result (`ls.known`): an editor asks for code actions at every
     cursor move, and converting every finding again (headlines, details, positions) was most
     of each request's time."""
+    from ..sourcetext import SourceText
+    from . import convert
+
     shown = ls.session.source_text_for(path) if path else None
     if path is None or (shown is not None and shown != text):
         return []
@@ -482,13 +611,20 @@ def _known_diagnostics(ls: AtenlintServer, path: str | None, uri: str, text: str
 # not parsed for it (code actions are asked at every cursor move).
 _INPUTS_ACTION_LINE = re.compile(r"\s*(?:class\b|@|(?:async\s+)?def\s+forward\b)")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the line breaks of Python's tokenizer and of LSP positions
-# The same buffer and line asked again (the cursor stays on a class line): answered once.
-_inputs_edit = functools.lru_cache(maxsize=32)(code_action_edit)
+
+
+@functools.lru_cache(maxsize=32)  # the same buffer and line asked again (the cursor stays on a class line): once
+def _inputs_edit(text: str, line: int) -> tuple[str, int, str] | None:
+    from ..inputs_suggest import code_action_edit
+
+    return code_action_edit(text, line)
 
 
 def _inputs_action(ls: AtenlintServer, uri: str, text: str, line: int, version: int | None) -> list[types.CodeAction]:
     """Example inputs read off forward's signature (pure: atenlint.inputs_suggest), at column 0;
     computed on the buffer as it is now, so valid for its current version only."""
+    from . import convert
+
     lines = _LINE_BREAK.split(text)
     if not 0 <= line < len(lines) or not _INPUTS_ACTION_LINE.match(lines[line]):
         return []
@@ -507,6 +643,9 @@ def _inputs_action(ls: AtenlintServer, uri: str, text: str, line: int, version: 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: AtenlintServer, params: types.HoverParams) -> types.Hover | None:
+    from . import convert
+    from .results import call_site_at, findings_at
+
     uri = params.text_document.uri
     source = ls.shown_source(uri)
     position = ls.encoding.from_client(params.position, source)
@@ -637,8 +776,10 @@ async def report(ls: AtenlintServer, *args: object) -> ReportAnswer:
             return {"markdown": f"Not a readable Python file: {path}"}
         ls.session.open(uri, path, *opened)
     result = await ls.session.result_for(uri)
+    from .. import output  # the CLI's report formats: imported by the first report only
+
     return {
-        "markdown": report_markdown_for(
+        "markdown": output.report_markdown_for(
             path, result.call_sites if result else [], result.findings if result else [], _torch_version(ls)
         )
     }

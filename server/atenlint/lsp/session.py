@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -59,12 +60,17 @@ class Workers:
         self.closed = False
         self._told: set[str] = set()
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+    def start(self, loop: asyncio.AbstractEventLoop, pool: WorkerPool | None = None) -> None:
+        """`pool`: one whose workers began starting before the session existed (the server
+        starts them before importing the analysis side); adopted when it is what
+        `_new_pool` would make, else closed."""
         session = self.session
         session.analyser.executor = ThreadPoolExecutor(
             max_workers=max(2, session.settings.workers + 1), thread_name_prefix="atenlint"
         )
-        self.pool = self._new_pool()
+        self.pool = pool if pool is not None and self._fits(pool) else self._new_pool()
+        if pool is not None and pool is not self.pool:
+            threading.Thread(target=_discard, args=(pool,), daemon=True, name="atenlint-discard").start()
         session.analyser.replace_engine(self._new_engine(self.pool), None)
         self._warm_up(loop)
 
@@ -82,6 +88,11 @@ class Workers:
             WorkerSettings(python=self.interpreter(), memory_limit_mb=settings.memory_limit_mb),
             log=lambda message: self.session.callbacks.log(message),
         )
+
+    def _fits(self, pool: WorkerPool) -> bool:
+        settings = self.session.settings
+        wanted = WorkerSettings(python=self.interpreter(), memory_limit_mb=settings.memory_limit_mb)
+        return pool.size == max(1, settings.workers) and pool.settings == wanted
 
     def _new_engine(self, pool: WorkerPool) -> Engine:
         engine = Engine(pool, self.session.resolver(), log=lambda message: self.session.callbacks.log(message))
@@ -191,6 +202,14 @@ class Workers:
         return sys.executable
 
 
+def _discard(pool: WorkerPool) -> None:
+    """Close a pool once its workers' starts are over: one closed while a start is under
+    way would leave that worker running."""
+    with contextlib.suppress(Exception):
+        pool.warm(wait_for_all=True)
+    pool.close()
+
+
 class Session:
     def __init__(
         self,
@@ -291,12 +310,13 @@ class Session:
         return self.workers.interpreter(settings)
 
     # -- lifecycle -------------------------------------------------------
-    def start(self) -> None:
-        """Start workers in the background; requests wait for them, the client does not."""
+    def start(self, pool: WorkerPool | None = None) -> None:
+        """Start workers in the background (or adopt `pool`'s, already starting: see
+        `Workers.start`); requests wait for them, the client does not."""
         self._loop = asyncio.get_running_loop()
         self.status.state = "starting"
         self._report_problems()
-        self.workers.start(self._loop)
+        self.workers.start(self._loop, pool)
 
     def announce(self) -> None:
         """Tell the client where we are (custom notifications wait for `initialized`)."""

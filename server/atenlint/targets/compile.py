@@ -211,7 +211,10 @@ class CompileTarget(Target):
 
     def _break_result(
         self, name: str, view: CompileAnswer, found: GraphBreak, times: int, from_source: bool
-    ) -> ClassResult:
+    ) -> tuple[ClassResult, str]:
+        """The result of one break (its message says what breaks and Dynamo's reason) and
+        Dynamo's explanation of it, said after the message (after every break of the place,
+        when a place has several: machine formats cut a message at its first 1000 characters)."""
         reason = found.get("reason", "")
         if from_source:
             what = reason.partition(": ")[2] or reason
@@ -221,11 +224,11 @@ class CompileTarget(Target):
                 f"torch.compile splits the graph of `{name}` here: {what}. Read from the source (no example "
                 "inputs); give inputs to have Dynamo itself decide",
                 site=found.get("site"),
-            )
+            ), ""
         details = found.get("details", "")
-        dynamo = reason + (f" — {details}" if details else "")
         again = f" ({times} times)" if times > 1 else ""
-        words = user_words(f"{reason}\n{details}")
+        # A skipped frame's details are this view's own words about skipping, not Dynamo's.
+        words = user_words(reason if found.get("skipped_frame") else f"{reason}\n{details}")
         severity, consequence = "warning", "torch.compile splits the graph here"
         if found.get("skipped_frame"):
             consequence = (
@@ -242,9 +245,9 @@ class CompileTarget(Target):
         return ClassResult(
             severity,
             BREAK,
-            f"{consequence}{again} in `{name}`: {words}. Dynamo (torch {self.torch_version}): {dynamo}",
+            f"{consequence}{again} in `{name}`: {words}. Dynamo (torch {self.torch_version}): {reason}",
             site=found.get("site"),
-        )
+        ), details
 
     def support(self, op: str) -> Support:
         return {
@@ -270,19 +273,20 @@ def _place(site: Site | None) -> tuple[str, int] | None:
     return (site["file"], site["line"]) if site else None
 
 
-def _one_per_place(results: list[ClassResult]) -> list[ClassResult]:
+def _one_per_place(results: list[tuple[ClassResult, str]]) -> list[ClassResult]:
     """Breaks of one place (two reasons on one line, or several without a user frame, all
-    shown on the class name) as one result, the most severe, each break said in turn: the
-    report keeps one diagnostic per line, code and target, which would drop the others."""
-    by_place: dict[tuple[str, int] | None, list[ClassResult]] = {}
-    for result in results:
-        by_place.setdefault(_place(result.site), []).append(result)
+    shown on the class name) as one result, the most severe, each break said in turn and
+    then Dynamo's explanations (`details`): the report keeps one diagnostic per line, code and
+    target, which would drop the others, and machine formats keep a message's first 1000
+    characters, which must name every break."""
+    by_place: dict[tuple[str, int] | None, list[tuple[ClassResult, str]]] = {}
+    for result, details in results:
+        by_place.setdefault(_place(result.site), []).append((result, details))
     out = []
     for same in by_place.values():
-        if len(same) == 1:
-            out.append(same[0])
-            continue
-        severity = min((r.severity for r in same), key=_SEVERITY_ORDER.index)
-        message = ALSO_HERE.join(r.message for r in same)
-        out.append(ClassResult(severity, same[0].code, message, site=same[0].site))
+        severity = min((r.severity for r, _ in same), key=_SEVERITY_ORDER.index)
+        said = [details for _, details in same if details]
+        message = ALSO_HERE.join(r.message for r, _ in same) + (" — " + " / ".join(said) if said else "")
+        first = same[0][0]
+        out.append(ClassResult(severity, first.code, message, site=first.site))
     return out

@@ -270,13 +270,17 @@ def _warm(params: dict[str, object]) -> WarmAnswer:
 
 
 def _warm_next() -> None:
-    """Warm the next view a `warm` request asked for along the next capture path it lacks
-    (every path in turn: the classes of the files to come are not known yet). One path at a
-    time, so a request that comes meanwhile waits for one path's warm-up at most, not the
-    view's."""
+    """Warm the next view a `warm` request asked for along the next capture path it lacks.
+    Before the first file every path in turn (the classes of the files to come are not
+    known yet); from then on only the paths the files' classes took (`_Options.paths_taken`):
+    a save soon after opening a file whose classes all have inputs must not wait for the
+    sample to be scripted, which nothing of it uses (seconds on 2 loaded cores). A file that
+    takes another path later adds it (`_before_fork`). One path at a time, so a request that
+    comes meanwhile waits for one path's warm-up at most, not the view's."""
     view = _Options.pending_warm[0]
-    path = next((p for p in _WARM_PATHS if (view, p) not in _Options.warmed), None)
-    if path is None:  # warmed meanwhile along every path, by a request's own warm-up
+    paths = [p for p in _WARM_PATHS if not _Options.paths_taken or p in _Options.paths_taken]
+    path = next((p for p in paths if (view, p) not in _Options.warmed), None)
+    if path is None:  # warmed meanwhile along every path wanted, by a request's own warm-up
         _Options.pending_warm.pop(0)
         return
     _warm_for([view], (path,), idle=True)
@@ -294,6 +298,7 @@ def _before_fork(method: str, params: object) -> tuple[list[str], tuple[str, ...
     if method != "analyse":
         return [], (CAPTURE_SCRIPT,)
     paths = _capture_paths(params)
+    _Options.paths_taken.update(paths)
     views = [v for v in params.get("views") or () if isinstance(v, str)]
     if not (params.get("partial") and params.get("fast_first")) or FAST_VIEW not in views:
         return views, paths
@@ -405,6 +410,7 @@ class _Options:
     front_ends_loaded = False  # `_preload_front_ends` ran: every later child inherits them
     front_ends_wanted = False  # a child imported them itself: load them before the next one
     pending_warm: ClassVar[list[str]] = []  # the views to warm while no request waits, in order
+    paths_taken: ClassVar[set[str]] = set()  # the capture paths the `analyse` requests' classes may take
 
 
 def _containment() -> Containment:
