@@ -291,3 +291,27 @@ def agreement_rows(paths: dict[str, str], truth: dict[str, dict]) -> list[Row]:
         path = diagnostic.get("path", "")
         by_path[os.path.abspath(path if os.path.isabs(path) else os.path.join(REPO, path))].append(diagnostic)
     return [compare(name, path, truth[name], by_path.get(path, [])) for name, path in paths.items()]
+
+
+# -- the goals each compile agreement suite asserts on its rows ---------------------------------
+
+
+def assert_disagreements_are(rows: list[Row], known: dict[str, str]) -> None:
+    """Every disagreement is documented in `known`, and every documented one still happens."""
+    disagreements = {row.model for row in rows if not row.agrees}
+    assert not disagreements - set(known), (
+        f"new disagreements with the real torch.compile: {disagreements - set(known)}"
+    )
+    assert not set(known) - disagreements, (
+        f"documented disagreements that no longer happen: {set(known) - disagreements}"
+    )
+
+
+def assert_break_location_goals(rows: list[Row]) -> None:
+    assert precision(rows) >= 0.95, f"precision {precision(rows):.2f}"
+    assert recall(rows) >= 0.90, f"recall {recall(rows):.2f}"
+
+
+def assert_fullgraph_verdict_goal(rows: list[Row]) -> None:
+    right = sum(row.real_fullgraph == row.ours_fullgraph for row in rows)
+    assert right / len(rows) >= 0.95, f"{right}/{len(rows)}"
