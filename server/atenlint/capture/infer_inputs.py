@@ -44,6 +44,7 @@ import torch
 
 from ..input_hints import annotation_kind, documented_shapes, suggest_inputs, unpacked_rank
 from ..python_parse import parse_module
+from .trace import submodule_pre_hooks
 
 MAX_CANDIDATES = 8
 # Classes of one file traced with inferred inputs: each costs a trace per front end
@@ -455,17 +456,8 @@ def recording_calls(instance: torch.nn.Module, enclosing: str, guessed_build: bo
         if expression is not None:
             seen[type(module)] = SeenCall(module, enclosing, paths[id(module)], expression, guessed_build)
 
-    handles = []
-    for module in instance.modules():
-        if module is instance or isinstance(module, torch.jit.ScriptModule):
-            continue  # a compiled submodule runs its own graph: no Python hook sees its calls
-        with contextlib.suppress(Exception):  # a module that refuses hooks records nothing
-            handles.append(module.register_forward_pre_hook(record, with_kwargs=True))
-    try:
+    with submodule_pre_hooks(instance, record, with_kwargs=True):
         yield recorded
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def call_expression(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:

@@ -380,22 +380,29 @@ def _raised_by_recorder(error: BaseException) -> bool:
 
 @contextlib.contextmanager
 def _calls_reaching(instance: torch.nn.Module) -> Iterator[set[type]]:
-    """While `instance` runs: the classes of its submodules whose forward is called (forward
-    pre-hooks that only note the class, removed after). A compiled submodule runs its own
-    graph: no Python hook sees its calls, and it is left out."""
+    """While `instance` runs: the classes of its submodules whose forward is called."""
     called: set[type] = set()
 
     def note(module: torch.nn.Module, args: Any) -> None:
         called.add(type(module))
 
+    with submodule_pre_hooks(instance, note):
+        yield called
+
+
+@contextlib.contextmanager
+def submodule_pre_hooks(instance: torch.nn.Module, hook: Any, with_kwargs: bool = False) -> Iterator[None]:
+    """`hook` as a forward pre-hook on each of `instance`'s submodules while the block runs,
+    removed after. A compiled submodule runs its own graph: no Python hook sees its calls,
+    and it is left out; a module that refuses hooks is left out too."""
     handles = []
     for module in instance.modules():
         if module is instance or isinstance(module, torch.jit.ScriptModule):
             continue
-        with contextlib.suppress(Exception):  # a module that refuses hooks is not noted
-            handles.append(module.register_forward_pre_hook(note))
+        with contextlib.suppress(Exception):
+            handles.append(module.register_forward_pre_hook(hook, with_kwargs=with_kwargs))
     try:
-        yield called
+        yield
     finally:
         for handle in handles:
             handle.remove()
