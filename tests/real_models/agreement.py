@@ -146,7 +146,11 @@ def cached_truth(folder: str, name: str, command: list[str], timeout: float, wha
 
     where = os.path.join(user_cache_dir(), folder)
     os.makedirs(where, exist_ok=True)
-    cached = os.path.join(where, f"{name}.json")
+    # The runners write absolute paths, so a result belongs to the checkout that computed it:
+    # the command (absolute runner and model paths) is part of the key. A user cache carried to
+    # another checkout (a CI machine made from this one) must not answer for it.
+    checkout = hashlib.sha256(json.dumps(command).encode()).hexdigest()[:8]
+    cached = os.path.join(where, f"{name}-{checkout}.json")
     if os.path.exists(cached):
         with open(cached, encoding="utf-8") as handle:
             return json.load(handle)

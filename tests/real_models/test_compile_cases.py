@@ -10,7 +10,8 @@ findings with `fullgraph = true`.
 
 Needs torch alone (no model libraries), so it runs in the main suite. The real runs are
 explain and fullgraph only (Inductor's C++ code generation is left to the public-model
-suite) and are cached in the user cache by torch version and sources.
+suite) and are committed per torch version (`compile_truth_data/`, written by
+scripts/regen_compile_case_truth.py), else computed once into the user cache.
 
 Each case is also read without its inputs (the source pass, COMPILE002): that must never
 fail, and each break it reports must be one Dynamo reports at that line.
@@ -44,6 +45,8 @@ CHOSEN = tuple(
     sorted(f"compile/{name}" for name in os.listdir(CASES) if name.startswith("case_") and name.endswith(".py"))
 )
 
+# The real runs: explain and fullgraph only (scripts/regen_compile_case_truth.py records the same).
+RUNNER_ARGUMENTS = ("--no-inductor",)
 # model file -> why atenlint and the real torch.compile differ there.
 KNOWN: dict[str, str] = {}
 # model file -> why it is left out of the run with inferred inputs.
@@ -63,7 +66,7 @@ def _paths() -> dict[str, str]:
 def truth() -> dict[str, dict]:
     paths = _paths()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        return dict(zip(paths, pool.map(lambda path: real_compile(path, ["--no-inductor"]), paths.values())))
+        return dict(zip(paths, pool.map(lambda path: real_compile(path, list(RUNNER_ARGUMENTS)), paths.values())))
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,6 +23,13 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     if args.log_file:
         logging.basicConfig(filename=args.log_file, level=logging.DEBUG)
+    from ..lsp.handshake import early_initialize
+    from ..lsp.prestart import prestart_workers
+
+    # The `initialize` answer goes out before the server's imports where it is stored, and
+    # the workers' start (their torch import) overlaps those imports.
+    handover = early_initialize(sys.stdin.buffer, sys.stdout.buffer)
+    prestarted = prestart_workers(handover.initialize_params)
     from ..lsp.server import serve  # pygls is imported only by the server
 
-    return serve()
+    return serve(handover.stdin, handover.stdout, prestarted)

@@ -17,7 +17,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, BinaryIO, TypedDict
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -29,6 +29,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..uris import path_uri
 from .capabilities import FIX_ALL_KIND, NOTEBOOK_SYNC
+from .prestart import RelayedLog, early_pool
 
 if TYPE_CHECKING:
     from ..findings import Finding
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from .notebooks import NotebookDocuments
     from .pull import PullReports
     from .session import Session
-    from .settings import EditorSettings
     from .state import Served
 
 STATUS_NOTIFICATION = "atenlint/status"
@@ -129,6 +129,8 @@ class AtenlintServer(LanguageServer):
         # Per file: (what was served, the text, the encoding) -> its diagnostics converted for code actions.
         self.known: dict[str, tuple[tuple[str, str, str], KnownDiagnostics]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
+        # Workers `serve` started from the raw `initialize` before pygls was imported.
+        self.prestarted: tuple[WorkerPool, RelayedLog] | None = None
 
     @property
     def session(self) -> Session:
@@ -343,7 +345,7 @@ def _start_session(
     from .settings import editor_settings
 
     settings = editor_settings(options)
-    pool = _early_pool(ls, settings, folders)
+    pool = _adopt_prestarted(ls) or early_pool(settings, bool(folders), ls.log)
     load_analysis()
     from .convert import Encoding
     from .session import Session
@@ -356,18 +358,14 @@ def _start_session(
     ls.start_session(Session(ls, settings, folders, pull=pull), pool)
 
 
-def _early_pool(ls: AtenlintServer, settings: EditorSettings, folders: list[str]) -> WorkerPool | None:
-    """The session's worker pool, its workers starting now. Only where the interpreter is
-    the settings' own (a trusted session, or no folder): an untrusted workspace's choice is
-    the session's to make (`Workers.interpreter`), after its imports."""
-    if not settings.trusted and folders:
+def _adopt_prestarted(ls: AtenlintServer) -> WorkerPool | None:
+    """The workers `serve` began starting before pygls was imported (`prestart.py`), their
+    log from now on the client's."""
+    prestarted, ls.prestarted = ls.prestarted, None
+    if prestarted is None:
         return None
-    from ..worker.pool import WorkerPool, WorkerSettings
-
-    pool = WorkerPool(
-        settings.workers, WorkerSettings(python=settings.python, memory_limit_mb=settings.memory_limit_mb), log=ls.log
-    )
-    pool.start_in_background()
+    pool, log = prestarted
+    log.attach(ls.log)
     return pool
 
 
@@ -785,6 +783,13 @@ async def report(ls: AtenlintServer, *args: object) -> ReportAnswer:
     }
 
 
-def serve() -> int:
-    server.start_io()
+def serve(
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    prestarted: tuple[WorkerPool, RelayedLog] | None = None,
+) -> int:
+    """Serve on stdio (`stdin`/`stdout`: what `handshake.early_initialize` hands over;
+    `prestarted`: workers already starting for the first session, `prestart.py`)."""
+    server.prestarted = prestarted
+    server.start_io(stdin, stdout)
     return 0
