@@ -8,9 +8,11 @@
 2. For every error and warning of an export target whose class was traced, runs that
    target's own toolchain on the class, built as atenlint builds it (its constructor, or
    the config-class guess) and called with the inputs atenlint used:
-   - `onnx:N`: `torch.onnx.export(dynamo=False)` at opset N (and its `unconvertible_ops`);
+   - `onnx:N`: `torch.onnx.export` at opset N with torch's default exporter (dynamo), the
+     one atenlint judges when `onnx-exporter` is not set;
    - `coreml`: `coremltools.convert` of the `torch.jit.trace`;
-   - `executorch`: `torch.export.export`, `to_edge`, `to_executorch`;
+   - `executorch`: `torch.export.export`, `to_edge`, `to_executorch`, and loading the
+     program's method in ExecuTorch's runtime (where a missing kernel fails);
    - `torchscript`: `torch.jit.script` (any class that builds: it needs no inputs).
    A class atenlint built with constructor arguments it inferred is built with the same call.
    A finding is right when that toolchain fails on the class; it is counted as naming the
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
+import dataclasses
 import json
 import os
 import re
@@ -154,6 +156,31 @@ def analyse(paths: list[str], targets: str, jobs: int, timeout: float | None, py
     return records
 
 
+def repo_name(path: str, paths: list[str]) -> str:
+    """The shortest tail of `path` that no other of `paths` ends with (`dinov2/layers` beside
+    `detectron2/layers`)."""
+    parts = os.path.normpath(path).split(os.sep)
+    others = [os.path.normpath(p).split(os.sep) for p in paths if os.path.normpath(p) != os.path.normpath(path)]
+    for size in range(1, len(parts) + 1):
+        if all(other[-size:] != parts[-size:] for other in others):
+            return "/".join(parts[-size:])
+    return path
+
+
+def save_records(records: list[RepoRecord], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump([dataclasses.asdict(r) for r in records], handle)
+
+
+def load_records(path: str) -> list[RepoRecord]:
+    with open(path, encoding="utf-8") as handle:
+        raw = json.load(handle)
+    return [
+        RepoRecord(**{k: v for k, v in r.items() if k != "classes"}, classes=[ClassRecord(**c) for c in r["classes"]])
+        for r in raw
+    ]
+
+
 # -- step 2: the real toolchains, one child process per class ----------------------------------
 
 
@@ -167,21 +194,19 @@ def _base(op: str) -> str:
 
 
 def _onnx(model: Any, args: tuple[Any, ...], opset: int) -> dict[str, Any]:
+    """`torch.onnx.export` with its own default exporter (dynamo in torch >= 2.9), as
+    atenlint judges `onnx:N` when `onnx-exporter` is not set."""
     import torch
 
     out: dict[str, Any] = {}
     try:
-        from torch.onnx._internal.torchscript_exporter.utils import unconvertible_ops
-
-        _, ops = unconvertible_ops(model, args, opset_version=opset)
-        out["rejected"] = sorted({_base(o) for o in ops})
-    except Exception as error:  # noqa: BLE001 - the list is a help; the export decides
-        out["list_error"] = _short(error)
-    try:
-        torch.onnx.export(model, args, io.BytesIO(), opset_version=opset, dynamo=False)
+        torch.onnx.export(model, args, opset_version=opset)
         out["ok"] = True
     except Exception as error:  # noqa: BLE001
         out["ok"], out["error"] = False, _short(error)
+        named = re.findall(r"aten[.:]+(\w+)", str(error))
+        if named:
+            out["rejected"] = sorted({_base(n) for n in named})
     return out
 
 
@@ -224,9 +249,18 @@ def _executorch(model: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         named = re.findall(r"aten\.(\w+)", str(error))
         return {"ok": False, "error": "to_edge: " + _short(error), "rejected": sorted(set(named))}
     try:
-        edge.to_executorch()
+        program = edge.to_executorch()
     except Exception as error:  # noqa: BLE001
         return {"ok": False, "error": "to_executorch: " + _short(error)}
+    try:
+        # The runtime resolves every instruction's kernel when it loads the method: a
+        # missing kernel (ET002) fails here, not in to_executorch.
+        from executorch.runtime import Runtime
+
+        method = Runtime.get().load_program(program.buffer).load_method("forward")
+    except Exception as error:  # noqa: BLE001
+        return {"ok": False, "error": "runtime load_method: " + _short(error)}
+    del method
     return {"ok": True}
 
 
@@ -259,7 +293,14 @@ def oracle(spec: dict[str, Any]) -> dict[str, Any]:
         init = spec.get("arguments") or (config_factory(cls, module, missing) if missing else None)
 
         def make() -> Any:
-            return cls() if init is None else evaluate_call(init, cls, module)
+            if init is None:
+                return cls()
+            # A part atenlint built on the instance its model built (`CCT().classifier.blocks.0.attn`):
+            # build the model, then take the part by its module path.
+            part = re.fullmatch(r"(.*\))\.([\w.]+)", init)
+            if part:
+                return evaluate_call(part.group(1), cls, module).get_submodule(part.group(2))
+            return evaluate_call(init, cls, module)
 
         torch.manual_seed(0)
         model = make().eval()
@@ -282,8 +323,8 @@ def oracle(spec: dict[str, Any]) -> dict[str, Any]:
     return results
 
 
-def run_oracle(record: ClassRecord, targets: list[str], timeout: float, python: str) -> dict[str, Any]:
-    spec = {
+def _spec(record: ClassRecord, targets: list[str]) -> dict[str, Any]:
+    return {
         "file": record.file,
         "module_name": record.module_name,
         "roots": record.roots,
@@ -292,21 +333,43 @@ def run_oracle(record: ClassRecord, targets: list[str], timeout: float, python: 
         "arguments": record.arguments,
         "targets": targets,
     }
+
+
+def run_oracle(records: list[ClassRecord], targets: list[str], timeout: float, python: str) -> list[dict[str, Any]]:
+    """The toolchains' verdicts on `records` (classes of one file), in one child process:
+    the child imports torch and the exporters once for them all and prints one line per
+    class as it finishes, so a class that hangs or kills the child loses only itself and
+    the classes after it (each rerun alone)."""
+    specs = [_spec(r, targets) for r in records]
     try:
         done = subprocess.run(
-            [python, os.path.abspath(__file__), "--oracle", json.dumps(spec)],
+            [python, os.path.abspath(__file__), "--oracle", json.dumps(specs)],
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=timeout * len(specs),
             check=False,
         )
-    except subprocess.TimeoutExpired:
-        return {t: {"harness_error": f"timed out after {timeout:.0f} s"} for t in targets}
-    last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
-    try:
-        return dict(json.loads(last[0]))
-    except (IndexError, ValueError):
-        return {t: {"harness_error": (done.stderr or "no answer")[-600:]} for t in targets}
+        stdout, stderr, failure = done.stdout, done.stderr, (done.stderr or "no answer")[-600:]
+    except subprocess.TimeoutExpired as expired:
+        stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        stderr, failure = "", f"timed out after {timeout * len(specs):.0f} s"
+    del stderr
+    answers: list[dict[str, Any]] = []
+    for line in stdout.splitlines():
+        if line.startswith(_ANSWER):
+            answers.append(dict(json.loads(line[len(_ANSWER) :])))
+    if len(answers) < len(specs) and len(specs) > 1:
+        # The child died or timed out at class len(answers): that class alone gets the
+        # failure, the ones after it run again in their own child.
+        answers.append({t: {"harness_error": failure} for t in targets})
+        for record in records[len(answers) :]:
+            answers.extend(run_oracle([record], targets, timeout, python))
+    while len(answers) < len(specs):
+        answers.append({t: {"harness_error": failure} for t in targets})
+    return answers
+
+
+_ANSWER = "eval_repos-answer "
 
 
 # -- step 3: judging each finding ---------------------------------------------------------------
@@ -331,9 +394,10 @@ def evaluate_repos(
 ) -> list[dict[str, Any]]:
     """Every error and warning of `targets`, each with the toolchain's verdict on its class."""
     judged = []
+    wanted = [t for t in targets if t in EXPORT_TARGETS]
     for record in records:
         by_module = {c.module: c for c in record.classes}
-        cache: dict[str, dict[str, Any]] = {}
+        rows: list[tuple[dict[str, Any], ClassRecord | None]] = []
         for finding in record.findings:
             target = finding.get("target")
             if finding.get("severity") not in ("error", "warning") or target not in targets:
@@ -346,7 +410,7 @@ def evaluate_repos(
             built = [c for c in known if c.capture in ("trace", "script") or c.reason == "script failed"]
             chosen = traced[0] if traced else (built[0] if built and target == "torchscript" else None)
             row = {
-                "repo": os.path.basename(record.path),
+                "repo": repo_name(record.path, [r.path for r in records]),
                 "path": finding.get("path"),
                 "line": finding["range"]["start"]["line"] + 1,
                 "severity": finding.get("severity"),
@@ -357,20 +421,33 @@ def evaluate_repos(
                 "capture": finding.get("capture"),
                 "message": (finding.get("message") or "")[:300],
             }
+            rows.append((row, chosen))
+        # One child per file for the classes its findings name, each run only on the
+        # targets those findings are about (an ONNX export of a big model takes minutes).
+        by_file: dict[str, dict[str, ClassRecord]] = {}
+        asked: dict[str, set[str]] = {}
+        for row, chosen in rows:
+            if chosen is not None:
+                by_file.setdefault(chosen.file, {})[chosen.module] = chosen
+                asked.setdefault(chosen.module, set()).add(row["target"])
+        verdicts: dict[str, dict[str, Any]] = {}
+        for classes in by_file.values():
+            if log:
+                log(f"toolchains on {', '.join(classes)}")
+            chosen_classes = list(classes.values())
+            for_file = [t for t in wanted if any(t in asked[c.module] for c in chosen_classes)]
+            for chosen, answer in zip(chosen_classes, run_oracle(chosen_classes, for_file, timeout, python)):
+                verdicts[chosen.module] = answer
+        for row, chosen in rows:
             if chosen is None:
                 row["verdict"] = "not traced"
             else:
-                if chosen.module not in cache:
-                    wanted = [t for t in targets if t in EXPORT_TARGETS]
-                    if log:
-                        log(f"toolchains on {chosen.module}")
-                    cache[chosen.module] = run_oracle(chosen, wanted, timeout, python)
-                toolchain = cache[chosen.module].get(target, {})
+                toolchain = verdicts[chosen.module].get(row["target"], {})
                 row["class"] = chosen.module
                 row["inputs"] = chosen.inferred
                 row["arguments"] = chosen.arguments
                 row["toolchain"] = toolchain
-                row["verdict"] = judge(finding, toolchain)
+                row["verdict"] = judge(row, toolchain)
             judged.append(row)
     return judged
 
@@ -423,6 +500,11 @@ def main(argv: list[str] | None = None) -> int:
         "--python", default=sys.executable, help="interpreter that imports the code, for atenlint and the toolchains"
     )
     parser.add_argument("--out", help="write coverage, findings and verdicts as JSON here")
+    parser.add_argument(
+        "--analysis",
+        help="keep step 1's records in this JSON file: written after step 1, read instead of step 1 when it exists "
+        "(to judge again without analysing again)",
+    )
     parser.add_argument("--oracle", help=argparse.SUPPRESS)  # the child: one class's toolchains
     args = parser.parse_args(argv)
     if args.oracle:
@@ -431,13 +513,14 @@ def main(argv: list[str] | None = None) -> int:
 
         warnings.filterwarnings("ignore")
         logging.disable(logging.WARNING)
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                result = oracle(json.loads(args.oracle))
-        except Exception:  # noqa: BLE001 - no verdict for any target of this class
-            spec = json.loads(args.oracle)
-            result = {t: {"harness_error": traceback.format_exc()[-600:]} for t in spec["targets"]}
-        print(json.dumps(result))
+        specs = json.loads(args.oracle)
+        for spec in specs if isinstance(specs, list) else [specs]:
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    result = oracle(spec)
+            except Exception:  # noqa: BLE001 - no verdict for any target of this class
+                result = {t: {"harness_error": traceback.format_exc()[-600:]} for t in spec["targets"]}
+            print(_ANSWER + json.dumps(result), flush=True)
         return 0
     if not args.paths:
         parser.error("give at least one PATH")
@@ -446,18 +529,26 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(f"eval_repos: {message}", file=sys.stderr, flush=True)
 
-    records = analyse(args.paths, ",".join(targets), args.jobs, args.timeout, args.python)
+    if args.analysis and os.path.exists(args.analysis):
+        records = load_records(args.analysis)
+    else:
+        records = analyse(args.paths, ",".join(targets), args.jobs, args.timeout, args.python)
+        if args.analysis:
+            save_records(records, args.analysis)
     judged = evaluate_repos(records, targets, args.oracle_timeout, args.python, log)
+
+    def name(record: RepoRecord) -> str:
+        return repo_name(record.path, [r.path for r in records])
+
     report = {
-        "coverage": {os.path.basename(r.path): coverage(r) for r in records},
+        "coverage": {name(r): coverage(r) for r in records},
         "precision": precision(judged, targets),
         "precision_by_repo": {
-            os.path.basename(r.path): precision([j for j in judged if j["repo"] == os.path.basename(r.path)], targets)
-            for r in records
+            name(r): precision([j for j in judged if j["repo"] == name(r)], targets) for r in records
         },
         "judged": judged,
         "classes": {
-            os.path.basename(r.path): [
+            name(r): [
                 {
                     "class": c.module,
                     "capture": c.capture,
@@ -469,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             for r in records
         },
-        "findings": {os.path.basename(r.path): r.findings for r in records},
+        "findings": {name(r): r.findings for r in records},
     }
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:

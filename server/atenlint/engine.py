@@ -197,8 +197,8 @@ class Engine:
         """Ask every worker to warm, before it forks its first file's child, the views that
         `settings`' targets judge: the dispatcher view first (the fast targets' squiggles
         need only it), then the export toolchains' in the targets' order. Each worker answers
-        at once and warms them while no request waits; a file that comes meanwhile waits for
-        the view being warmed at most (worker/main.py). Only worth it where files will be
+        at once and warms them while no request waits; a file that comes meanwhile waits at
+        most for the front-end call under way, where the warm-up gives way (worker/main.py). Only worth it where files will be
         imported: an untrusted editor session reads source only and does not call this."""
         targets = self.targets_for(settings)
         fast_first = sorted(dict.fromkeys(t.tree_view for t in targets), key=lambda view: view != FAST_VIEW)

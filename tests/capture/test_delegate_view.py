@@ -5,6 +5,7 @@ those the real lowering, on real tensors, leaves outside its delegate calls."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import warnings
@@ -484,3 +485,37 @@ def test_vulkans_pattern_graphs_are_built_once_per_process() -> None:
     assert first and all(a is b for a, b in zip(first, second, strict=True))
     assert [str(g.graph) for g in first] == [str(g.graph) for g in fresh]
     assert {key: entry.get_graphs_fn for key, entry in patterns.fusable_patterns.items()} == before
+
+
+def test_preloaded_pattern_graphs_are_those_executorch_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`preload` builds Vulkan's pattern graphs with torch.export's composite-op list
+    answered from the cache (`cia_ops_cached`): the graphs are those executorch's own
+    registry builds without it."""
+    try:
+        patterns = delegate_view._import_executorch(delegate_view.PATTERN_REGISTRIES["vulkan"])
+    except ImportError as error:
+        pytest.skip(str(error))
+    monkeypatch.setattr(delegate_view, "_PATTERN_GRAPHS", {})  # built anew, whatever ran before
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        preload("vulkan")
+        with delegate_view._quiet():
+            fresh = patterns.all_fusable_graph_patterns()
+    preloaded = [graph for graphs in delegate_view._PATTERN_GRAPHS.values() for graph in graphs]
+    assert preloaded
+    assert [str(g.graph) for g in preloaded] == [str(g.graph) for g in fresh]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_preload_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    """The collector is off while executorch is imported (`_collection_paused`), then as it
+    was: on for a worker, off for a caller that had turned it off."""
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            preload("xnnpack")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

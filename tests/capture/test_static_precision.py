@@ -258,3 +258,67 @@ def test_autograd_functions_are_not_module_classes(tmp_path):
     """,
     )
     assert [cls["qualname"] for cls in answer["classes"]] == ["Net"]
+
+
+def _tree_ops(tree):
+    yield tree
+    for child in tree.get("calls") or ():
+        yield from _tree_ops(child)
+
+
+def test_export_views_judge_what_export_keeps(tmp_path):
+    """Read from vit-pytorch's ats_vit / mpp: torch.export functionalises the whole graph, so
+    `pad_sequence`'s inner `copy_` is never in an exported program (the real export agrees,
+    below); the dynamo ONNX exporter decomposes `bucketize`, which its registry lacks, with
+    its own table (torch.onnx.export of it succeeds), into ops a source read cannot see; an
+    in-place call is the functional op in every export view."""
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+
+    from atenlint.targets.walk import unsupported
+
+    path = tmp_path / "model.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+            from torch.nn.utils.rnn import pad_sequence
+
+            class Sampler(nn.Module):
+                def forward(self, x: torch.Tensor, boundaries: torch.Tensor):
+                    padded = pad_sequence([x[0], x[1, :2]], batch_first=True)
+                    return torch.relu_(padded), torch.bucketize(x, boundaries)
+            """
+        ).lstrip()
+    )
+    answer = static_capture(
+        {
+            "path": str(path),
+            "module": "model",
+            "roots": [str(tmp_path)],
+            "devices": [],
+            "views": ["dispatch", "executorch-export", "onnx-export", "coreml-export"],
+        }
+    )
+    trees = {op["op"]: op["trees"] for cls in answer["classes"] for op in cls["ops"]}
+    pad, bucketize = trees["aten::pad_sequence"], trees["aten::bucketize.Tensor"]
+    for view in ("executorch-export", "onnx-export"):
+        inner = [node["op"] for node in _tree_ops(pad[view])]
+        assert "aten::copy" in inner
+        assert not [op for op in inner if op.split("::")[1].split(".")[0].endswith("_")], inner
+    # The dispatcher does run the in-place copy: a device backend is judged on it.
+    assert "aten::copy_" in [node["op"] for node in _tree_ops(pad["dispatch"])]
+    # Core ML's export frontend reads the exported program as it is (no decomposition): the
+    # functional op, as there.
+    assert trees["aten::relu_"]["coreml-export"]["op"] == "aten::relu"
+    assert unsupported(bucketize["onnx-export"], lambda op: False) == []
+    assert unsupported(bucketize["executorch-export"], lambda op: False) == ["aten::bucketize.Tensor"]
+
+    class Padding(torch.nn.Module):
+        def forward(self, x):
+            return pad_sequence([x[0], x[1, :2]], batch_first=True)
+
+    exported = torch.export.export(Padding(), (torch.rand(2, 3, 4),)).run_decompositions()
+    targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
+    assert not [t for t in targets if t.split(".")[1].endswith("_")], targets

@@ -94,3 +94,48 @@ def test_the_toolchains_run_on_the_class_with_the_inputs_atenlint_used(tmp_path:
     # `*rest` is what torch.jit.script refuses; the ONNX exporter traces it with one input.
     assert results["torchscript"]["ok"] is False and "variable number" in results["torchscript"]["error"]
     assert results["onnx:17"]["ok"] is True
+
+
+def test_repositories_with_the_same_folder_name_are_told_apart() -> None:
+    paths = ["/r/dinov2/dinov2/layers", "/r/detectron2/detectron2/layers", "/r/CLIP"]
+    assert [eval_repos.repo_name(p, paths) for p in paths] == ["dinov2/layers", "detectron2/layers", "CLIP"]
+
+
+def test_a_part_built_on_its_models_instance_is_taken_by_its_module_path(tmp_path: Any) -> None:
+    """atenlint names a part it traced on the instance its model built
+    (`Outer().blocks.0`); the toolchains run on that same part."""
+    (tmp_path / "parts.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+
+            class Inner(nn.Module):
+                def __init__(self, width):
+                    super().__init__()
+                    self.fc = nn.Linear(width, width)
+
+                def forward(self, x, *rest):
+                    return self.fc(x)
+
+            class Outer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Inner(4)])
+
+                def forward(self, x):
+                    return self.blocks[0](x)
+            """
+        )
+    )
+    spec = {
+        "file": str(tmp_path / "parts.py"),
+        "module_name": "parts",
+        "roots": [str(tmp_path)],
+        "qualname": "Inner",
+        "inputs": "(torch.randn(2, 4),)",
+        "arguments": "Outer().blocks.0",
+        "targets": ["torchscript"],
+    }
+    results = json.loads(json.dumps(eval_repos.oracle(spec)))
+    assert results["torchscript"]["ok"] is False and "variable number" in results["torchscript"]["error"]

@@ -95,20 +95,20 @@ _DELEGATE_ZYGOTE = textwrap.dedent(
 )
 
 
+def _zygote_script_result(script: str, tmp_path) -> object:
+    """Run `script` (a zygote driven by hand) in a fresh interpreter; its last stdout line, as JSON."""
+    env = dict(os.environ, PYTHONPATH=SERVER, TMPDIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True, timeout=600, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_a_delegate_view_warmed_while_a_request_waits_is_imported_for_every_child(tmp_path):
     """Before the first child of a run that judges a delegate, the zygote imports executorch's
     to_edge and the partitioner (the children inherit them), without running the sample."""
     pytest.importorskip("executorch.exir")
-    env = dict(os.environ, PYTHONPATH=SERVER, TMPDIR=str(tmp_path))
-    done = subprocess.run(
-        [sys.executable, "-c", _DELEGATE_ZYGOTE, str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = _zygote_script_result(_DELEGATE_ZYGOTE, tmp_path)
     assert seen == {"to_edge": True, "partitioner": True, "warmed": [["executorch:xnnpack", CAPTURE_TRACE]]}
 
 
@@ -128,7 +128,9 @@ def test_the_dispatcher_view_is_warmed_by_the_front_ends_alone(monkeypatch):
     monkeypatch.setattr(main._Options, "warmed", set())
     monkeypatch.setattr(main._Options, "pending_warm", [])
     monkeypatch.setattr(main, "_preload_front_ends", lambda: loaded.append(True))
-    monkeypatch.setattr(main, "_warm_analysis", lambda views, paths, idle: analysed.append((views, paths)))
+    monkeypatch.setattr(
+        main, "_warm_analysis", lambda views, paths, idle, request_waiting=None: analysed.append((views, paths))
+    )
     main._warm_for(["dispatch"], (CAPTURE_TRACE, CAPTURE_SCRIPT))
     assert loaded and analysed == []
     assert main._warmed_views() == {"dispatch"}  # a later request does not warm it again
@@ -145,7 +147,9 @@ def test_views_warmed_while_idle_are_warmed_one_capture_path_at_a_time(monkeypat
     monkeypatch.setattr(main._Options, "paths_taken", set())  # no file yet: every path
     monkeypatch.setattr(main._Options, "front_ends_loaded", True)
     monkeypatch.setattr(main, "_preload_front_ends", lambda: None)
-    monkeypatch.setattr(main, "_warm_analysis", lambda views, paths, idle: analysed.append((views, paths)))
+    monkeypatch.setattr(
+        main, "_warm_analysis", lambda views, paths, idle, request_waiting=None: analysed.append((views, paths))
+    )
     main._warm_next()
     assert analysed == [(("executorch-export",), (CAPTURE_TRACE,))]
     assert main._Options.pending_warm == ["executorch-export"]
@@ -164,7 +168,9 @@ def test_after_a_file_whose_classes_all_have_inputs_the_idle_warm_up_never_scrip
     monkeypatch.setattr(main._Options, "paths_taken", set())
     monkeypatch.setattr(main._Options, "front_ends_loaded", True)
     monkeypatch.setattr(main, "_preload_front_ends", lambda: None)
-    monkeypatch.setattr(main, "_warm_analysis", lambda views, paths, idle: analysed.append((views, paths)))
+    monkeypatch.setattr(
+        main, "_warm_analysis", lambda views, paths, idle, request_waiting=None: analysed.append((views, paths))
+    )
     request = {"views": ["dispatch", "onnx-export"], "partial": True, "fast_first": True}
     with_inputs = {**request, "classes": {"A": {"inputs": "torch.randn(1, 3)"}}}
     assert main._before_fork("analyse", with_inputs) == (["dispatch"], (CAPTURE_TRACE,))
@@ -179,3 +185,90 @@ def test_after_a_file_whose_classes_all_have_inputs_the_idle_warm_up_never_scrip
     assert main._Options.pending_warm == ["onnx-export"]
     main._warm_next()
     assert analysed[1:] == [(("onnx-export",), (CAPTURE_SCRIPT,))]
+
+
+# A zygote whose idle warm-up of the TorchScript exporter's view is under way when a request
+# comes: the request is in the pipe before the sample's analysis reaches its first front end.
+_GIVING_WAY_ZYGOTE = textwrap.dedent(
+    """
+    import json, os, sys, threading
+    from atenlint.capture import file_capture
+    from atenlint.worker import main
+    main._Options.run_dir = sys.argv[1]
+    main._Options.sandbox = False
+    main._Options.fork = True  # `warm` notes views only where children inherit them
+    main._Options.paths_taken = {"trace"}
+    main._preload()
+    events = []
+    began, arrived, finished = threading.Event(), threading.Event(), threading.Event()
+    real_capture = file_capture.capture_file
+
+    def capture_file(request, on_partial=None):
+        events.append("warm-up began")
+        began.set()
+        arrived.wait(600)  # the request is in the pipe from here on
+        answer = real_capture(request, on_partial)
+        events.append("warm-up finished")
+        finished.set()
+        return answer
+
+    file_capture.capture_file = capture_file
+    requests_read, requests_write = os.pipe()
+    answers_read, answers_write = os.pipe()
+    answers = os.fdopen(answers_write, "w", encoding="utf-8")
+
+    def send(message):
+        os.write(requests_write, (json.dumps(message) + "\\n").encode())
+
+    def parent():
+        replies = os.fdopen(answers_read, encoding="utf-8")
+        send({"id": 1, "method": "warm", "params": {"views": ["onnx-jit"]}})
+        replies.readline()
+        began.wait(600)
+        send({"id": 2, "method": "loaded_packages", "params": {}})
+        arrived.set()
+        reply = json.loads(replies.readline())
+        events.append(f"request {reply['id']} answered")
+        finished.wait(600)
+        send({"method": "shutdown"})
+
+    thread = threading.Thread(target=parent)
+    thread.start()
+    main._serve(main._Lines(requests_read), answers)
+    thread.join()
+    events.append(sorted(map(list, main._Options.warmed)))
+    print(json.dumps(events))
+    """
+)
+
+
+def test_an_idle_warm_up_gives_way_to_a_request_that_comes_meanwhile(tmp_path):
+    """The editor's first save after opening a file: the zygote is warming a toolchain's view
+    on its sample when the request comes. The warm-up stops at the next point between two
+    front-end calls, the request is answered, and the warm-up is then done again, whole."""
+    events = _zygote_script_result(_GIVING_WAY_ZYGOTE, tmp_path)
+    assert events == [
+        "warm-up began",
+        "request 2 answered",
+        "warm-up began",
+        "warm-up finished",
+        [["onnx-jit", CAPTURE_TRACE]],
+    ]
+
+
+def test_a_warm_up_that_gave_way_stays_to_warm_first(monkeypatch):
+    """What a stopped warm-up was warming is not counted as warmed: it is the next to warm."""
+    from atenlint.capture.graphs import GivingWay
+
+    def stopped(views, paths, idle, request_waiting=None):
+        assert request_waiting is not None and request_waiting()
+        raise GivingWay
+
+    monkeypatch.setattr(main._Options, "warmed", set())
+    monkeypatch.setattr(main._Options, "pending_warm", ["onnx-jit", "executorch-export"])
+    monkeypatch.setattr(main._Options, "paths_taken", {CAPTURE_TRACE})
+    monkeypatch.setattr(main._Options, "front_ends_loaded", True)
+    monkeypatch.setattr(main, "_warm_analysis", stopped)
+    main._warm_next(lambda: True)
+    assert main._Options.warmed == set()
+    assert main._Options.pending_warm == ["onnx-jit", "executorch-export"]

@@ -261,6 +261,26 @@ def test_a_cancelled_analysis_ends_only_its_child_and_the_warm_worker_answers_ne
     assert own_pool.restarts == restarts and worker.process.pid == zygote  # the zygote lives on
 
 
+def test_children_that_answered_are_ended_and_collected_without_being_waited_for(own_pool, tmp_path):
+    """The zygote takes the next file as soon as a file's child has answered, without waiting
+    for the kernel to tear the child's copy of it down; each such child is still ended and
+    collected: after many files at most the last two are listed (the one before may still be
+    ending as the last is forked), and none outlives its answer."""
+    from atenlint.worker.pool import _children
+
+    (tmp_path / "fine.py").write_text("x = 1\n")
+    assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []
+    zygote = own_pool._all[0].process.pid
+    for _ in range(6):
+        assert analyse(own_pool, tmp_path / "fine.py", "fine")["classes"] == []
+    left = _children(zygote)
+    assert len(left) <= 2
+    deadline = time.monotonic() + 120  # a bound for a broken zygote, not a measure
+    while any(process_running(child) for child in left) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(process_running(child) for child in left)
+
+
 def test_a_cancelled_request_is_never_sent_nor_queued_for_a_worker(own_pool, tmp_path):
     import threading
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import importlib
 import logging
 import re
@@ -112,15 +113,36 @@ def preload(name: str) -> None:
     its view runs. What every class's view reads of the partitioner and of executorch
     (the ops it keeps from decomposition, to_edge's table) is read here, once. Then the
     CompositeImplicitAutograd ops are collected once, here (`_composite_ops_collected`)."""
-    with contextlib.suppress(DelegateUnavailable, ImportError):
-        chosen = partitioner(name)
-        _no_decomposition_ops_registered(chosen, _import_executorch("executorch.exir.program._program"))
-        fixed_kept_ops(name)
-        _edge_table()
-        # A pattern that cannot be built here fails in the views, as it would without this.
-        with contextlib.suppress(Exception), _quiet(), _pattern_graphs_built_once(name):
-            _pattern_graphs(name)
-    _composite_ops_collected()
+    with _collection_paused():
+        with contextlib.suppress(DelegateUnavailable, ImportError):
+            chosen = partitioner(name)
+            program = _import_executorch("executorch.exir.program._program")
+            _no_decomposition_ops_registered(chosen, program)
+            fixed_kept_ops(name)
+            _edge_table()
+            # A pattern that cannot be built here fails in the views, as it would without this.
+            # Each pattern is exported and lowered (`to_edge`), each asking torch.export for
+            # its composite ops: answered once per op registry state (`cia_ops_cached`).
+            patterns = _pattern_graphs_built_once(name)
+            with contextlib.suppress(Exception), _quiet(), torchcompat.cia_ops_cached(), patterns:
+                _pattern_graphs(name)
+        _composite_ops_collected()
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Any:
+    """Python's cyclic garbage collector off meanwhile, then as it was. Importing executorch
+    and its backend (and building Vulkan's patterns) allocates some 160,000 objects that stay:
+    a young collection every 700 of them, and every so often a full one over the worker's whole
+    heap (torch's, not yet frozen): a quarter of the preload's time. The worker collects and
+    freezes its heap once the preload is done."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _no_decomposition_ops_registered(chosen: Any, program: Any) -> None:
@@ -133,8 +155,7 @@ def _no_decomposition_ops_registered(chosen: Any, program: Any) -> None:
     `run_decompositions` collect its composite ops again (`_composite_ops_collected`). A
     partitioner without a per-node filter (Core ML) keeps ops without registering any."""
     with contextlib.suppress(Exception):  # a partitioner that cannot say so here: its view registers them
-        sample = torch.export.export(torch.nn.Identity(), (torch.zeros(1),), strict=False)
-        kept, per_node = chosen.ops_to_not_decompose(sample)
+        kept, per_node = chosen.ops_to_not_decompose(_sample_program())
         if per_node is None:
             return
         for op in program._remove_invalid_ops_for_not_decompose(list(kept)):
@@ -395,6 +416,18 @@ _FIXED_LISTED: dict[str, frozenset[Any]] = {}  # the same, as `ops_to_not_decomp
 _EDGE_TABLE: list[dict[Any, Any]] = []
 
 
+_SAMPLE: list[Any] = []  # `_sample_program`'s, once per process
+
+
+def _sample_program() -> Any:
+    """The program a partitioner is shown when asked which ops it keeps from decomposition
+    for every class (`ops_to_not_decompose` takes one; a fixed list does not depend on it):
+    an identity, exported once per process."""
+    if not _SAMPLE:
+        _SAMPLE.append(torch.export.export(torch.nn.Identity(), (torch.zeros(1),), strict=False))
+    return _SAMPLE[0]
+
+
 def fixed_kept_ops(name: str) -> frozenset[Any] | None:
     """The ops `_gen_edge_manager_for_partitioners` keeps from decomposition for this
     delegate, when they are the same for every program: a partitioner that filters its kept
@@ -409,8 +442,7 @@ def fixed_kept_ops(name: str) -> frozenset[Any] | None:
             chosen = partitioner(name)
             if _decomposes_as_given(chosen):
                 program = _import_executorch("executorch.exir.program._program")
-                sample = torch.export.export(torch.nn.Identity(), (torch.zeros(1),), strict=False)
-                kept, per_node = chosen.ops_to_not_decompose(sample)
+                kept, per_node = chosen.ops_to_not_decompose(_sample_program())
                 if per_node is not None:
                     found = frozenset(program._remove_invalid_ops_for_not_decompose(list(kept)))
                     _FIXED_LISTED[name] = frozenset(kept)

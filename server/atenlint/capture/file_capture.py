@@ -52,6 +52,7 @@ from ..worker.vocabulary import (
 )
 from .decompose import UNKNOWN
 from .delegate_view import merged_delegate
+from .graphs import give_way
 from .loader import (
     BuildFailure,
     BuildRecord,
@@ -140,11 +141,14 @@ def capture_file(request: AnalyseParams, on_partial: PartialCallback | None = No
                 for qualname, cls in found
             ]
             for capture in reversed(pending):
+                give_way()
                 capture.start()
             for index in sorted(range(len(pending)), key=lambda i: (-pending[i].width, -i)):
+                give_way()
                 pending[index].prepare()
             if on_partial is None:
                 for capture in reversed(pending):
+                    give_way()
                     capture.finish()
                 answer["classes"] = [c.finish() for c in pending]
             else:
@@ -545,6 +549,7 @@ class _ClassCapture:
 
     def _script(self) -> Any:
         if self._scripted is _UNSET:
+            give_way()
             try:
                 self._scripted = script(self.instance)
             except ScriptFailure as failure:
@@ -823,6 +828,7 @@ class _ClassCapture:
         for wanted in (jit_wanted, export_wanted):
             if not wanted:
                 continue
+            give_way()
             try:
                 if wanted is jit_wanted:
                     found = jit_graph_ops(instance, args, kwargs, wanted, *self._real_inputs(args, kwargs))

@@ -37,7 +37,7 @@ import contextlib
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +90,35 @@ _EXPORT_ASSERTIONS = frozenset(
         "aten::_functional_sym_constrain_range_for_size",
     }
 )
+
+
+class GivingWay(BaseException):
+    """The worker's idle warm-up of its own sample model stops for a request that came in
+    meanwhile (worker/main.py): raised by `give_way` between front-end calls only, where it
+    unwinds like any failed capture. A BaseException, so the capture's handlers of its own
+    failures (`except Exception`: that view falls back) never take it for one."""
+
+
+# Set only while the worker warms its sample (`giving_way`): raises GivingWay when a request
+# waits. Never set during the analysis of a user's file, whose capture it cannot change.
+_give_way_check: Callable[[], None] | None = None
+
+
+def give_way() -> None:
+    """A point between two front-end calls where the sample's warm-up may stop."""
+    if _give_way_check is not None:
+        _give_way_check()
+
+
+@contextlib.contextmanager
+def giving_way(check: Callable[[], None]) -> Iterator[None]:
+    """Within the block, `give_way` calls `check` (which raises GivingWay to stop)."""
+    global _give_way_check
+    previous, _give_way_check = _give_way_check, check
+    try:
+        yield
+    finally:
+        _give_way_check = previous
 
 
 class GraphFailure(Exception):
@@ -648,6 +677,7 @@ def export_graph_ops(
                 toolchain_fails=_export_itself_fails(error, site),
             ) from None
         delegate_failures: list[GraphFailure] = []
+        give_way()
         origins = _generated_code_origins(exported.graph_module)
         plain = PlainDecomposition(wanted)  # the delegate views may start from the plain view's program
         by_view: dict[str, list[GraphOp]] = {}
@@ -655,6 +685,7 @@ def export_graph_ops(
         # the answer depends only on the op registry's state, so it is asked once per state.
         with torchcompat.cia_ops_cached():
             for view in sorted(wanted, key=lambda v: v in DELEGATE_VIEWS):  # the delegate views last
+                give_way()
                 if view in DELEGATE_VIEWS:  # one delegate that cannot run must not cost the other views
                     try:
                         by_view[view] = _delegate_graph_ops(exported, view, plain)

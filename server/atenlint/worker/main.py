@@ -221,13 +221,20 @@ _WARM_PATHS = (CAPTURE_TRACE, CAPTURE_SCRIPT)
 _WARM_INPUTS: dict[str, ClassRequest] = {CAPTURE_TRACE: {"inputs": "torch.randn(2, 3, 8, 8)"}, CAPTURE_SCRIPT: {}}
 
 
-def _warm_for(views: Sequence[str], paths: Sequence[str] = _WARM_PATHS, idle: bool = False) -> None:
+def _warm_for(
+    views: Sequence[str],
+    paths: Sequence[str] = _WARM_PATHS,
+    idle: bool = False,
+    request_waiting: Callable[[], bool] | None = None,
+) -> None:
     """Before the first child that needs them, warm the views a request asks for along the
     capture paths its classes take (once each): the cost of a view is paid only by sessions
     that judge it (the dispatcher view the front ends alone, about a second; the torch.export
     views the sample's analysis too, about 5 s on 2 cores), never at worker start, and a run
     whose classes all have example inputs never pays for scripting the sample. `idle`: no
-    request waits meanwhile (see `_warm_analysis`)."""
+    request waits meanwhile (see `_warm_analysis`). `request_waiting` (an idle warm-up): the
+    sample's analysis stops at the next point between two front-end calls once it says a
+    request has come (graphs.GivingWay is raised): those views stay to warm, later."""
     # A request that names no view gets the dispatcher's (file_capture's default).
     if _Options.front_ends_wanted or _needs_front_ends(views or (FAST_VIEW,), paths):
         _preload_front_ends()
@@ -237,8 +244,25 @@ def _warm_for(views: Sequence[str], paths: Sequence[str] = _WARM_PATHS, idle: bo
     _Options.warmed.update(missing)
     _Options.pending_warm[:] = [view for view in _Options.pending_warm if view not in _warmed_views()]
     sampled = [(view, path) for view, path in missing if view not in _FRONT_ENDS_SUFFICE]
-    if sampled:
-        _warm_analysis(tuple(dict.fromkeys(v for v, _ in sampled)), tuple(dict.fromkeys(p for _, p in sampled)), idle)
+    if not sampled:
+        return
+    from atenlint.capture.graphs import GivingWay
+
+    try:
+        _warm_analysis(
+            tuple(dict.fromkeys(v for v, _ in sampled)),
+            tuple(dict.fromkeys(p for _, p in sampled)),
+            idle,
+            request_waiting,
+        )
+    except GivingWay:
+        # Not warmed: warmed again, from the start, once no request waits (what the stopped
+        # analysis compiled and cached stays: the next attempt is shorter).
+        _Options.warmed.difference_update(sampled)
+        for view in reversed(dict.fromkeys(v for v, _ in sampled)):
+            if view not in _Options.pending_warm:
+                _Options.pending_warm.insert(0, view)
+        raise
 
 
 # The views for which the front ends (`_preload_front_ends`) are all a child needs warm: the
@@ -258,9 +282,9 @@ def _warmed_views() -> set[str]:
 def _warm(params: dict[str, object]) -> WarmAnswer:
     """`warm`: note the views the session's targets will ask for, answered at once. They are
     warmed one at a time while no request is waiting (`_warm_next`), in the order asked (the
-    dispatcher view first), so the first file's child inherits them and a request that comes
-    meanwhile waits for at most the view being warmed. Without fork there is no child to
-    inherit them: nothing is noted."""
+    dispatcher view first), so the first file's child inherits them; a request that comes
+    meanwhile waits at most for the front-end call under way (`_warm_next`). Without fork
+    there is no child to inherit them: nothing is noted."""
     warmed = _warmed_views()
     if _Options.fork:
         for view in check_warm_params(params)["views"]:
@@ -269,21 +293,27 @@ def _warm(params: dict[str, object]) -> WarmAnswer:
     return {"warmed": sorted(warmed), "pending": list(_Options.pending_warm)}
 
 
-def _warm_next() -> None:
+def _warm_next(request_waiting: Callable[[], bool] | None = None) -> None:
     """Warm the next view a `warm` request asked for along the next capture path it lacks.
     Before the first file every path in turn (the classes of the files to come are not
     known yet); from then on only the paths the files' classes took (`_Options.paths_taken`):
     a save soon after opening a file whose classes all have inputs must not wait for the
     sample to be scripted, which nothing of it uses (seconds on 2 loaded cores). A file that
-    takes another path later adds it (`_before_fork`). One path at a time, so a request that
-    comes meanwhile waits for one path's warm-up at most, not the view's."""
+    takes another path later adds it (`_before_fork`). One path at a time, and each stops for
+    a request that comes meanwhile (`request_waiting`, looked at between two front-end calls
+    of the sample's analysis): the request is served first, and waits at most for the
+    front-end call under way, never for the rest of the warm-up, which it does not need
+    (a request that does need a view warms it itself, `_before_fork`)."""
     view = _Options.pending_warm[0]
     paths = [p for p in _WARM_PATHS if not _Options.paths_taken or p in _Options.paths_taken]
     path = next((p for p in paths if (view, p) not in _Options.warmed), None)
     if path is None:  # warmed meanwhile along every path wanted, by a request's own warm-up
         _Options.pending_warm.pop(0)
         return
-    _warm_for([view], (path,), idle=True)
+    from atenlint.capture.graphs import GivingWay
+
+    with contextlib.suppress(GivingWay):  # the request first; this path is warmed again later
+        _warm_for([view], (path,), idle=True, request_waiting=request_waiting)
 
 
 def _before_fork(method: str, params: object) -> tuple[list[str], tuple[str, ...]]:
@@ -325,7 +355,9 @@ def _capture_paths(params: dict[str, Any]) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def _warm_analysis(views: tuple[str, ...], paths: tuple[str, ...], idle: bool) -> None:
+def _warm_analysis(
+    views: tuple[str, ...], paths: tuple[str, ...], idle: bool, request_waiting: Callable[[], bool] | None = None
+) -> None:
     """Analyse a small model of atenlint's own, here, along `paths` (traced, scripted) for
     `views`: what a warm worker used to learn from its first file (TorchScript's compiled
     library functions, dispatch and export caches) every forked child now starts with. One
@@ -334,11 +366,19 @@ def _warm_analysis(views: tuple[str, ...], paths: tuple[str, ...], idle: bool) -
 
     The ExecuTorch delegate views, while a request waits (`idle` false), are only imported
     (executorch's exir and the partitioner): running `to_edge` on the sample costs about as
-    much again and saves each later child a tenth of that."""
+    much again and saves each later child a tenth of that.
+
+    `request_waiting`: looked at between two front-end calls; GivingWay stops the analysis
+    there once a request has come (the state is put back as after any failed analysis)."""
     import torch
 
     from atenlint.capture.delegate_view import preload
     from atenlint.capture.file_capture import capture_file
+    from atenlint.capture.graphs import GivingWay, giving_way
+
+    def give_way_to_a_request() -> None:
+        if request_waiting is not None and request_waiting():
+            raise GivingWay
 
     imported = () if idle else tuple(view for view in views if view in DELEGATE_VIEWS)
     views = tuple(view for view in views if view not in imported)
@@ -369,7 +409,8 @@ def _warm_analysis(views: tuple[str, ...], paths: tuple[str, ...], idle: bool) -
                 "infer_inputs": False,
             }
             try:
-                _isolated(lambda p, _: capture_file(p), params)
+                with giving_way(give_way_to_a_request):
+                    _isolated(lambda p, _: capture_file(p), params)
             except Exception:  # noqa: BLE001, S110 - a cold cache is slower, never wrong
                 pass
         if imported:
@@ -381,7 +422,8 @@ def _warm_analysis(views: tuple[str, ...], paths: tuple[str, ...], idle: bool) -
         torch.set_num_threads(threads)
     import gc
 
-    gc.collect()
+    # No collection first: each analysis above ended with one (`_isolated`'s state restore),
+    # and another pass over torch's objects finds nothing more (a tenth of a second a view).
     gc.freeze()  # what is here now stays shared with every child: their collectors skip it
 
 
@@ -411,6 +453,7 @@ class _Options:
     front_ends_wanted = False  # a child imported them itself: load them before the next one
     pending_warm: ClassVar[list[str]] = []  # the views to warm while no request waits, in order
     paths_taken: ClassVar[set[str]] = set()  # the capture paths the `analyse` requests' classes may take
+    exiting: ClassVar[list[int]] = []  # children that replied and are exiting, to be reaped
 
 
 def _containment() -> Containment:
@@ -721,6 +764,7 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
 
     from . import confine
 
+    _reap_exited()
     status_read, status_write = os.pipe()
     absent = _front_ends_absent()
     gc.freeze()  # the zygote's objects stay shared: the child's collector never writes to them
@@ -744,23 +788,38 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
             os._exit(0)
     os.close(status_write)
     try:
-        status = _wait_child(pid, lines)
-        if status is None:
-            return False
-        os.set_blocking(status_read, False)
-        try:
-            said = os.read(status_read, 1)
-        except BlockingIOError:
-            said = b""
-        replied = said in (_REPLIED, _REPLIED_LOADING_FRONT_ENDS)
-        if said == _REPLIED_LOADING_FRONT_ENDS:
-            _Options.front_ends_wanted = True
+        ended = _wait_child(pid, status_read, lines)
     finally:
         os.close(status_read)
-    if not replied:
-        # Worded as a dead worker always was: the engine's ATL006 reads the same either way.
-        _write(out, error_reply(request_id, "WorkerCrash", f"the worker process {_how_it_ended(status)}"))
+    if ended is None:
+        return False
+    said, status = ended
+    if said == _REPLIED_LOADING_FRONT_ENDS:
+        _Options.front_ends_wanted = True
+    if status is None:
+        # Replied and now exiting: the next request need not wait for the kernel to tear
+        # down the child's copy of this process (tens of ms a file); it is reaped later.
+        _Options.exiting.append(pid)
+        return True
+    if said in (_REPLIED, _REPLIED_LOADING_FRONT_ENDS):
+        return True
+    # Worded as a dead worker always was: the engine's ATL006 reads the same either way.
+    _write(out, error_reply(request_id, "WorkerCrash", f"the worker process {_how_it_ended(status)}"))
     return True
+
+
+def _reap_exited() -> None:
+    """Collect the children that replied and were killed as they exited (`_forked`), so
+    none lingers: the last one if it has ended, every earlier one waited for (it has had a
+    file's time to end), so the zygote never lists more than the last two."""
+    for pid in list(_Options.exiting):
+        last = pid == _Options.exiting[-1]
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG if last else 0)
+        except ChildProcessError:  # already collected
+            done = pid
+        if done:
+            _Options.exiting.remove(pid)
 
 
 def _over_data_cap(request_id: int | None, message: Any) -> Any:
@@ -778,25 +837,44 @@ def _over_data_cap(request_id: int | None, message: Any) -> Any:
     return message
 
 
-def _wait_child(pid: int, lines: _Lines) -> int | None:
-    """The child's wait status; None when the parent closed the requests meanwhile."""
+def _wait_child(pid: int, status_read: int, lines: _Lines) -> tuple[bytes, int | None] | None:
+    """What the child said on its status pipe (b"" when it ended without a word) and its
+    wait status; the status is None for a child that said it replied, which is not waited
+    for. None when the parent closed the requests meanwhile."""
     try:
         pidfd: int | None = os.pidfd_open(pid)
     except (AttributeError, OSError):
         pidfd = None
+    listening = True  # to the status pipe, until the child closes it
     try:
         while True:
             if lines.closed:  # the parent is gone: so is its analysis (never waited for:
                 _kill(pid)  # this process ends at once, and the child would die with it
                 return None  # anyway, PR_SET_PDEATHSIG)
-            watched = [lines.fd] if pidfd is None else [lines.fd, pidfd]
+            watched = [lines.fd, *([status_read] if listening else []), *([pidfd] if pidfd is not None else [])]
             ready, _, _ = select.select(watched, [], [], None if pidfd is not None else 0.01)
             if lines.fd in ready and not lines.fill():
                 _kill(pid)
                 return None
+            if status_read in ready:
+                said = os.read(status_read, 1)
+                # Killed all the same, so a child that wrote its word early cannot outlive
+                # its request; one that wrote anything else has ended as a crash.
+                if said:
+                    _kill(pid)
+                if said in (_REPLIED, _REPLIED_LOADING_FRONT_ENDS):
+                    return said, None  # its answer is written: all that is left is its exit
+                if said:
+                    return said, os.waitpid(pid, 0)[1]
+                listening = False  # closed without a word: it is ending, or closed it itself
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                return status
+                os.set_blocking(status_read, False)
+                try:
+                    said = os.read(status_read, 1) if listening else b""
+                except BlockingIOError:
+                    said = b""
+                return said, status
     finally:
         if pidfd is not None:
             os.close(pidfd)
@@ -859,6 +937,20 @@ def _answer(line: str, out: Any, lines: _Lines | None = None) -> bool:
     return True
 
 
+def _serve(lines: _Lines, out: Any) -> None:
+    """Answer the requests until a shutdown or their end; while none waits, warm the views a
+    `warm` asked for, each warm-up giving way to a request that comes meanwhile."""
+    while True:
+        if _Options.pending_warm and not lines.waiting():
+            _warm_next(lines.waiting)
+            continue
+        line = lines.next_line()
+        if line is None:
+            return
+        if line.strip() and not _answer(line, out, lines):
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     """`argv`: [run folder, "sandbox" | "no-sandbox", memory limit in MB] (from pool.py's bootstrap)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -878,15 +970,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     lines = _Lines(protocol_in)
     try:
-        while True:
-            if _Options.pending_warm and not lines.waiting():
-                _warm_next()  # the views a `warm` asked for, while nobody waits
-                continue
-            line = lines.next_line()
-            if line is None:
-                break
-            if line.strip() and not _answer(line, protocol_out, lines):
-                break
+        _serve(lines, protocol_out)
         if not lines.closed:  # else the parent is gone: nobody reads what is left
             protocol_out.flush()
     finally:
