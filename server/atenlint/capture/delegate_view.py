@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import gc
 import importlib
 import logging
@@ -416,16 +417,12 @@ _FIXED_LISTED: dict[str, frozenset[Any]] = {}  # the same, as `ops_to_not_decomp
 _EDGE_TABLE: list[dict[Any, Any]] = []
 
 
-_SAMPLE: list[Any] = []  # `_sample_program`'s, once per process
-
-
+@functools.cache
 def _sample_program() -> Any:
     """The program a partitioner is shown when asked which ops it keeps from decomposition
     for every class (`ops_to_not_decompose` takes one; a fixed list does not depend on it):
     an identity, exported once per process."""
-    if not _SAMPLE:
-        _SAMPLE.append(torch.export.export(torch.nn.Identity(), (torch.zeros(1),), strict=False))
-    return _SAMPLE[0]
+    return torch.export.export(torch.nn.Identity(), (torch.zeros(1),), strict=False)
 
 
 def fixed_kept_ops(name: str) -> frozenset[Any] | None:

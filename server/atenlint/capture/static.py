@@ -17,6 +17,7 @@ be neither scripted nor traced. Runs inside the worker, which never imports the 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
 import linecache
@@ -952,9 +953,10 @@ def _view_tree(op_name: str, known: dict[str, Any], view: str) -> CallTree:
     """The call tree of one source-read call in `view`, as that view's exporter would hold
     it. torch.export functionalises the whole graph, so an in-place op is judged as its
     functional variant, inside a decomposition too (`pad_sequence`'s `copy_`), and in the
-    views `decomposed` does not decompose (Core ML's export frontend, the delegates). For the dynamo ONNX exporter, an op its decomposition table
-    replaces is decomposed into ops the source pass cannot see (it runs no shapes): not
-    judged, as export_decompose.py marks an op the export table decomposes."""
+    views `decomposed` does not decompose (Core ML's export frontend, the delegates). For
+    the dynamo ONNX exporter, an op its decomposition table replaces is decomposed into ops
+    the source pass cannot see (it runs no shapes): not judged, as export_decompose.py marks
+    an op the export table decomposes."""
     tree = decomposed(op_name, known, view)
     if view not in EXPORT_VIEWS:
         return tree
@@ -988,19 +990,15 @@ def _resolve_name(op_name: str) -> Any | None:
     return resolve_overload(qualified, overload)
 
 
-_ONNX_DECOMPOSED: list[frozenset[Any]] = []
-
-
+@functools.cache
 def _onnx_decomposed_ops() -> frozenset[Any]:
     """Every overload the dynamo ONNX exporter's decomposition table can replace (its table
     for no registered op: an op the registry implements is judged supported before this
-    matters), or nothing when this torch has no such exporter."""
-    if not _ONNX_DECOMPOSED:
-        try:
-            _ONNX_DECOMPOSED.append(frozenset(torchcompat.onnx_friendly_decompositions(())))
-        except torchcompat.Unavailable:
-            _ONNX_DECOMPOSED.append(frozenset())
-    return _ONNX_DECOMPOSED[0]
+    matters), or nothing when this torch has no such exporter. Once per process."""
+    try:
+        return frozenset(torchcompat.onnx_friendly_decompositions(()))
+    except torchcompat.Unavailable:
+        return frozenset()
 
 
 def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views: tuple[str, ...]) -> ClassAnswer:
