@@ -18,12 +18,12 @@ Nothing here imports more than the standard library.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
@@ -33,6 +33,7 @@ _NOT_IN_KEY = frozenset({"processId", "rootPath", "rootUri", "workspaceFolders",
 # An `initialize` larger than this is not worth a stored answer; it is left to pygls.
 _LARGEST_REQUEST = 1 << 20
 _LARGEST_HEADER_LINE = 1 << 12
+_LARGEST_HEADER = 1 << 14  # LSP has two header fields; more is not a request worth reading
 _STORE = "lsp-initialize"
 
 
@@ -144,7 +145,7 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, Any]:
     while True:
         line = stream.readline(_LARGEST_HEADER_LINE)
         raw += line
-        if not line or not line.endswith(b"\n"):
+        if not line or not line.endswith(b"\n") or len(raw) > _LARGEST_HEADER:
             return raw, None
         if line in (b"\r\n", b"\n"):
             break
@@ -205,29 +206,30 @@ def _package_signature(name: str) -> list[Any]:
 
 
 def _store_path(key: str) -> str:
+    """Where the answer for `key` is kept (its folder made on first use)."""
     from ..cache import cache_dir
 
-    return os.path.join(cache_dir(), _STORE, f"{key}.json")
+    folder = os.path.join(cache_dir(), _STORE)
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f"{key}.json")
 
 
 def stored_answer(key: str) -> Any:
+    """The answer kept for `key`; None when there is none or the cache cannot be used."""
+    from ..cache import read_json
+
     try:
-        with open(_store_path(key), encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
+        return read_json(_store_path(key))
+    except OSError:
         return None
 
 
 def store_answer(key: str, result: Any) -> None:
-    path = _store_path(key)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".part")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(result, out, sort_keys=True)
-        os.replace(temporary, path)
-    except OSError:
-        pass  # a read-only cache only costs the next start its early answer
+    """Kept atomically; a read-only cache only costs the next start its early answer."""
+    from ..cache import write_json
+
+    with contextlib.suppress(OSError):
+        write_json(_store_path(key), result)
 
 
 def _frame(message: dict[str, Any]) -> bytes:
