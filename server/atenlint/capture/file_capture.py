@@ -51,7 +51,7 @@ from ..worker.vocabulary import (
     VIEW_SCRIPT,
 )
 from .decompose import UNKNOWN
-from .delegate_view import merged_delegate
+from .delegate_view import DELEGATE_VIEWS, merged_delegate
 from .graphs import give_way
 from .loader import (
     BuildFailure,
@@ -519,7 +519,9 @@ class _ClassCapture:
                 self._undo_adoption()
                 return self._assemble(views)
             if traced is not None:
-                missing = tuple(v for v in tree_views if v not in traced.get("covered", ()))
+                # A delegate view has no stand-in: its target judges only the partitioner's
+                # decisions (`delegate` facts), which no scripted graph holds.
+                missing = tuple(v for v in tree_views if v not in traced.get("covered", ()) and v not in DELEGATE_VIEWS)
                 if missing or SCRIPT_VIEW in views:
                     # A view the trace could not give (a fake-tensor gap) comes from the scripted
                     # graph, never from nothing; the torchscript target always asks torch.jit.script.
@@ -852,11 +854,18 @@ class _ClassCapture:
             covered += wanted
         instance.eval()
         if self.inferred is not None:
-            # Guessed inputs: a front end that fails on them says nothing about the model. Its
-            # views come from the scripted graph (`fallback`), and no failure is reported.
+            # Guessed inputs: a front end that fails on them says nothing about the model (its
+            # views come from the scripted graph, `fallback`), unless the real toolchain fails
+            # there whatever the values (`toolchain_fails`: a guard on a data-dependent value in
+            # the user's own code; torch.export fakifies every input). That failure is kept,
+            # marked as found with a guess: a warning, not the error configured inputs give.
+            failures = [
+                cast("ErrorInfo", {**f, "inputs_inferred": self.inferred}) for f in failures if f.get("toolchain_fails")
+            ]
             if not covered:
+                if failures:
+                    result["graph_errors"] = failures
                 return None
-            failures = []
             result["inputs_inferred"] = self.inferred
             notes = [n for n in result.get("trace_notes", []) if "trace failed" not in n]
             result.pop("trace_notes", None)

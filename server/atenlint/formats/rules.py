@@ -91,7 +91,8 @@ _RULES = [
         "EXPORT001",
         "TorchExportFails",
         "the toolchain's own front end (torch.export, torch.jit.trace) fails on the class's code: a branch or "
-        "size that depends on tensor values, or a call it cannot record",
+        "size that depends on tensor values, or a call it cannot record (a warning when atenlint inferred the "
+        "inputs it failed on)",
         "error",
     ),
     Rule("TS001", "TorchScriptFails", "torch.jit.script cannot compile the code", "error"),

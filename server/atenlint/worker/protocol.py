@@ -116,6 +116,7 @@ class ErrorInfo(TypedDict, total=False):
     details: str
     type: str
     toolchain_fails: bool  # the real toolchain fails the same way (not a gap of atenlint's fake tensors)
+    inputs_inferred: str  # the front end failed on inputs atenlint guessed (this expression)
 
 
 class BuildError(TypedDict, total=False):
