@@ -52,6 +52,7 @@ from ..worker.vocabulary import (
 )
 from .decompose import UNKNOWN
 from .delegate_view import DELEGATE_VIEWS, merged_delegate
+from .executed_lines import executed_statements, on_executed_statements
 from .graphs import give_way
 from .loader import (
     BuildFailure,
@@ -560,7 +561,10 @@ class _ClassCapture:
 
     def _script_into(self, result: ClassAnswer, views: tuple[str, ...], record_failure: bool) -> None:
         """Add the scripted graph's calls for `views` to `result` (the source's, when
-        TorchScript cannot compile the class); `record_failure`: keep the script error."""
+        TorchScript cannot compile the class); `record_failure`: keep the script error.
+        Standing in for views a trace could not give, they keep to the statements the
+        class's traces ran (`executed_lines`): the real trace holds one side of a branch."""
+        executed = executed_statements(result.get("ops", [])) if result.get("capture") == CAPTURE_TRACE else None
         scripted = self._script()
         if scripted is None:
             failure = self._script_failure
@@ -579,7 +583,7 @@ class _ClassCapture:
             if views:
                 if result.get("capture") == CAPTURE_TRACE:
                     scratch = self._static_into({**result, "ops": []}, views)
-                    result["ops"] += scratch.get("ops", [])
+                    result["ops"] += on_executed_statements(scratch.get("ops", []), executed)
                     result.setdefault("fallback", {}).update({v: CAPTURE_STATIC for v in views})
                 else:
                     self._static_into(result, views)
@@ -592,7 +596,7 @@ class _ClassCapture:
             except torchcompat.Unavailable:  # no call walk on this torch (in the answer's torch_degraded)
                 if result.get("capture") == CAPTURE_TRACE:
                     scratch = self._static_into({**result, "ops": []}, views)
-                    result["ops"] += scratch.get("ops", [])
+                    result["ops"] += on_executed_statements(scratch.get("ops", []), executed)
                     result.setdefault("fallback", {}).update({v: CAPTURE_STATIC for v in views})
                 else:
                     self._static_into(result, views)
@@ -600,7 +604,7 @@ class _ClassCapture:
         captured = self._script_capture
         result.setdefault("unresolved_calls", []).extend(captured.unresolved_calls)
         result["submodules"] = sorted(set(result.get("submodules", [])) | set(captured.submodules))
-        result["ops"] = result.get("ops", []) + _script_entries(captured.ops, views)
+        result["ops"] = result.get("ops", []) + on_executed_statements(_script_entries(captured.ops, views), executed)
         if result.get("capture") == CAPTURE_TRACE:
             result.setdefault("fallback", {}).update({v: CAPTURE_SCRIPT for v in views})
 
