@@ -10,6 +10,10 @@ coremltools' frontend over the delegated partitions), plus importing executorch'
 once in the worker. With more than one delegate, all of them beside `executorch` in one run
 is timed too (`all`): the views of one class share its functionalised program.
 
+Each timing of a delegate is paired with a timing of `executorch` alone right next to it
+(in turn first and second), and the pair with the median ratio is reported: on a loaded
+machine a baseline timed minutes apart says little about the run it is compared with.
+
 Goal (issue 24): <= 1.15 x the executorch target's time.
 
     python benchmarks/bench_delegates.py [--files 12] [--repeat 1] [--delegates xnnpack,vulkan] [--json]
@@ -20,9 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -39,22 +43,41 @@ def _check(root: str, targets: str) -> list[str]:
     return ATENLINT + ["check", root, "--target", targets, "--format", "json", "--jobs", "1"]
 
 
-def measure(files: int, repeat: int, delegates: tuple[str, ...]) -> dict[str, dict[str, float]]:
+def measure(files: int, repeat: int, delegates: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="atenlint-bench-delegates-") as scratch:
         root = os.path.join(scratch, "pkg")
         os.makedirs(root)
         generate_traced_workspace(root, files)
         timed(_check(root, "executorch," + ",".join(f"executorch:{d}" for d in delegates)), env)  # caches
-        base = statistics.median(timed(_check(root, "executorch"), env) for _ in range(repeat))
         runs = {delegate: f"executorch,executorch:{delegate}" for delegate in delegates}
         if len(delegates) > 1:
             runs["all"] = "executorch," + ",".join(f"executorch:{d}" for d in delegates)
-        for name, targets in runs.items():
-            both = statistics.median(timed(_check(root, targets), env) for _ in range(repeat))
-            out[name] = {"executorch_s": base, "with_delegate_s": both, "ratio": both / base}
+        pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+        for round_index in range(repeat):
+            for name, targets in runs.items():
+                pairs[name].append(_paired(root, targets, env, base_first=round_index % 2 == 0))
+        for name, timings in pairs.items():
+            # The median pair (of an even number, the upper one: never the kinder reading).
+            base, both = sorted(timings, key=lambda pair: pair[1] / pair[0])[len(timings) // 2]
+            ratios = [round(with_delegate / alone, 3) for alone, with_delegate in timings]
+            out[name] = {
+                "executorch_s": base,
+                "with_delegate_s": both,
+                "ratio": both / base,
+                "ratios": ratios,  # every pair's, in the order measured
+            }
     return out
+
+
+def _paired(root: str, targets: str, env: dict[str, str], base_first: bool) -> tuple[float, float]:
+    """(executorch alone, with the delegate): two checks timed one right after the other."""
+    commands = [_check(root, "executorch"), _check(root, targets)]
+    if not base_first:
+        commands.reverse()
+    first, second = (timed(command, env) for command in commands)
+    return (first, second) if base_first else (second, first)
 
 
 def rows(quick: bool) -> list[Row]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import inspect
 import os
 import warnings
 from collections import Counter
@@ -519,3 +520,28 @@ def test_preload_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> N
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("name", ["xnnpack", "coreml"])
+def test_a_partitioners_caller_check_sees_the_same_frames_without_their_source_lines(name: str) -> None:
+    """XNNPACK's and Core ML's `partition()` ask `inspect.stack()` whether executorch's
+    deprecated `to_backend` called them (program/_program.py). Read without source lines
+    (`_frames_without_source_lines`) the frames give the same answer, both ways, and the
+    partitioner's module has its own `inspect` back afterwards."""
+    try:
+        chosen = partitioner(name)
+    except DelegateUnavailable as error:
+        pytest.skip(str(error))
+    check = getattr(chosen, "_check_if_called_from_to_backend", None)
+    if check is None:
+        pytest.skip(f"this executorch's {name} partitioner does not look at its callers")
+    namespace: dict[str, Any] = {}
+    # A `to_backend` whose code says it lives in executorch's program/_program.py.
+    exec(compile("def to_backend(check):\n    return check()\n", "/exir/program/_program.py", "exec"), namespace)  # noqa: S102
+    module = importlib.import_module(type(chosen)._check_if_called_from_to_backend.__module__)
+    for call, expected in ((lambda check: check(), False), (namespace["to_backend"], True)):
+        assert call(check) is expected  # executorch's own reading of its callers
+        with delegate_view._frames_without_source_lines(chosen):
+            assert module.inspect is not inspect
+            assert call(check) is expected
+        assert module.inspect is inspect

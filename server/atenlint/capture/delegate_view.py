@@ -38,6 +38,7 @@ import copy
 import functools
 import gc
 import importlib
+import inspect
 import logging
 import re
 import sys
@@ -195,7 +196,12 @@ def delegate_nodes(exported: Any, name: str, plain: PlainDecomposition | None = 
         raise DelegateUnavailable(f"executorch's to_edge_transform_and_lower internals: {error}") from None
     chosen = partitioner(name)
     backend_check = BACKEND_CHECKS.get(name)
-    with _quiet(), torchcompat.cia_ops_cached(), torchcompat.redecomposition_skipped(_uses_any_of()):
+    with (
+        _quiet(),
+        torchcompat.cia_ops_cached(),
+        torchcompat.redecomposition_skipped(_uses_any_of()),
+        _frames_without_source_lines(chosen),
+    ):
         program = _decomposed_for(exported, name, chosen, plain) or _functional_copy(exported, chosen) or exported
         manager = edge_for({"forward": [chosen]}, {"forward": program}, config, None, False)
         edge = manager.exported_program("forward")
@@ -224,6 +230,39 @@ def delegate_nodes(exported: Any, name: str, plain: PlainDecomposition | None = 
             )
         )
     return out
+
+
+class _InspectWithoutSourceLines:
+    """The `inspect` module, except that `stack()` reads no source lines unless asked for
+    some (its `context` defaults to 0): each frame's function and file are the same."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(inspect, name)
+
+    @staticmethod
+    def stack(context: int = 0) -> list[inspect.FrameInfo]:
+        return inspect.getouterframes(sys._getframe(1), context)
+
+
+@contextlib.contextmanager
+def _frames_without_source_lines(chosen: Any) -> Any:
+    """While active, the modules of the partitioner's classes see `inspect` as
+    `_InspectWithoutSourceLines`. XNNPACK's and Core ML's `partition()` first look through
+    `inspect.stack()` for the function that called them (to_edge_transform_and_lower, or a
+    to_backend of executorch's, which gets a deprecation warning), and read only each
+    frame's function and file name; with the default context each frame's source line is
+    looked up as well (the file's module found among every loaded one, its lines read into
+    the line cache), which in a worker's child costs more than XNNPACK's partitioning
+    itself: 0.02 to 0.1 s of processor time a class, against half a millisecond without."""
+    modules = {sys.modules.get(cls.__module__) for cls in type(chosen).__mro__}
+    patched = [module for module in modules if module is not None and getattr(module, "inspect", None) is inspect]
+    for module in patched:
+        module.inspect = _InspectWithoutSourceLines()  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in patched:
+            module.inspect = inspect  # type: ignore[attr-defined]
 
 
 # -- the backend's conversion of what the partitioner took ---------------------------------
