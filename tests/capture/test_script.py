@@ -151,6 +151,32 @@ def test_script_failures_keep_message_and_caret(tmp_path):
     assert failure.value.message
 
 
+def test_script_failure_text_is_the_same_every_run(tmp_path):
+    """TorchScript quotes a function it cannot read by its repr, address included (the real
+    models' transformers configs: `<function BertConfig.__init__ at 0x7f47cbe76e80>`); the
+    finding must not differ between two runs of the same file."""
+    module = load(
+        tmp_path,
+        """
+        import torch.nn as nn
+
+        generated = {"__name__": "generated"}
+        exec("def helper(x):\\n    return x + 1\\n", generated)
+        helper = generated["helper"]
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return helper(x)
+    """,
+    )
+    with torch.device("meta"):
+        instance = module.Net()
+    with pytest.raises(ScriptFailure) as failure:
+        script(instance)
+    assert "<function helper>" in failure.value.message
+    assert " at 0x" not in failure.value.message and " at 0x" not in failure.value.full_text
+
+
 def test_script_failure_is_located_at_the_users_caret_not_the_last_frame(tmp_path):
     # The error is in the user's `_conv_forward`; the last frame of TorchScript's message is
     # torch's own `Conv2d.forward`, which called it.

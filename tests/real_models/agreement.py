@@ -8,7 +8,8 @@ subprocess (`ground_truth.py`), cached by the package versions, the runner's sou
 model file's source, so a second run only repeats what changed. atenlint runs as a user
 runs it: `atenlint check --format json` in a subprocess, once with the TorchScript ONNX
 exporter (`onnx:9,onnx:13,onnx:17,executorch,coreml,torchscript`) and once with the dynamo
-exporter (`onnx:18`).
+exporter (`onnx:18`). With ATENLINT_AGREEMENT_REPORTS=FOLDER set, each run's JSON report is
+kept there too (to compare the findings of two runs).
 
 Per target it reports, over the models:
 - pass/fail agreement: the real exporter succeeds exactly when atenlint has no error;
@@ -220,7 +221,24 @@ def run_atenlint_with(files: list[str], targets: str, config_text: str, jobs: in
         if not os.path.exists(out):
             raise RuntimeError(f"atenlint check failed ({done.returncode}): {done.stderr[-3000:]}")
         with open(out, encoding="utf-8") as handle:
-            return json.load(handle)
+            report = json.load(handle)
+        _keep_report(report, targets, config_text)
+        return report
+
+
+# A folder to keep each atenlint report in (for comparing two runs' findings: the issue's
+# "identical findings on a loaded machine"); unset, nothing is kept.
+KEEP_REPORTS_VARIABLE = "ATENLINT_AGREEMENT_REPORTS"
+
+
+def _keep_report(report: dict, targets: str, config_text: str) -> None:
+    folder = os.environ.get(KEEP_REPORTS_VARIABLE)
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    key = hashlib.sha256(json.dumps([targets, config_text]).encode()).hexdigest()[:12]
+    with open(os.path.join(folder, f"report-{key}.json"), "w", encoding="utf-8") as handle:
+        json.dump({"targets": targets, "config": config_text, "report": report}, handle, indent=1, sort_keys=True)
 
 
 def atenlint_findings(files: list[str], jobs: int = 2) -> list[dict]:

@@ -72,6 +72,10 @@ _ENTRY = (
     os.path.join(_TORCH_DIR, "onnx/"),
 )
 _JIT_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
+# torch lists a data-dependent guard's symbols in the order of a set of sympy symbols, whose
+# hashes (of their names) Python randomises per process: "(Size-like symbols: u1, u0)" in one
+# run, "u0, u1" in the next. A finding quoting it must read the same in every run.
+_SIZE_LIKE_SYMBOLS = re.compile(r"\(Size-like symbols: (?P<names>[^)]*)\)")
 _FX_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+), in (?P<func>.+)$')
 _NOT_OPS = ("prim::", "onnx::", "profiler::")
 # Runtime checks export records and both consumers erase before converting (the dynamo
@@ -672,7 +676,7 @@ def export_graph_ops(
             site = _user_site_of(error)
             raise GraphFailure(
                 wanted[0] if wanted else VIEW_EXPORT,
-                f"{type(error).__name__}: {_first_line(error)}",
+                _in_stable_order(f"{type(error).__name__}: {_first_line(error)}"),
                 site,
                 toolchain_fails=_export_itself_fails(error, site),
             ) from None
@@ -810,3 +814,10 @@ def _resolved(names: tuple[Any, ...]) -> frozenset[Any]:
     if found is None:
         found = _RESOLVED[names] = frozenset(op for op in map(_resolve, names) if op is not None)
     return found
+
+
+def _in_stable_order(message: str) -> str:
+    """`message` with the symbol lists torch prints in set order sorted (`_SIZE_LIKE_SYMBOLS`)."""
+    return _SIZE_LIKE_SYMBOLS.sub(
+        lambda match: f"(Size-like symbols: {', '.join(sorted(match['names'].split(', ')))})", message
+    )

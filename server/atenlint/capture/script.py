@@ -33,15 +33,15 @@ from .. import torchcompat
 from ..python_parse import parse_module
 from ..worker import protocol
 from ..worker.vocabulary import (
+    EXPORT_VIEWS,
     JIT_VIEWS,
-    VIEW_COREML_EXPORT,
     VIEW_DISPATCH,
     VIEW_EXECUTORCH,
     VIEW_EXPORT,
     VIEW_ONNX_EXPORT,
 )
-from .decompose import UNKNOWN, call_tree, resolve_overload
-from .export_decompose import export_tree
+from .decompose import UNKNOWN, Node, call_tree, resolve_overload
+from .export_decompose import executorch_changes, export_tree, functional_name, onnx_export_tree
 from .paths import is_library_file
 
 _SITE_RE = re.compile(r"# (?P<file>.+):(?P<line>\d+):(?P<col>\d+)\s*$")
@@ -144,8 +144,13 @@ def forget_module_types() -> None:
     torchcompat.reset_concrete_type_store()
 
 
+# A Python object's default repr names its address (`<function BertConfig.__init__ at
+# 0x7f47cbe76e80>`), which differs from run to run: a finding quoting it would too.
+_OBJECT_ADDRESS_RE = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
 def _script_failure(error: Exception, instance: torch.nn.Module | None = None) -> ScriptFailure:
-    text = str(error)
+    text = _OBJECT_ADDRESS_RE.sub(">", str(error))
     lines = text.splitlines()
     headline = next((ln.strip() for ln in lines if ln.strip()), type(error).__name__)
     site = _failure_site(lines)
@@ -730,38 +735,44 @@ _FUNCTION_WALKS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def decomposed(op_name: str, known: dict[str, Any], view: str = "dispatch") -> protocol.CallTree:
-    """The call tree for one scripted call, cached by overload and constant arguments.
+    """The call tree for one scripted or source-read call in `view`, cached by overload,
+    constant arguments and view.
 
     view "dispatch": what a device backend's dispatcher is asked for (composites expanded
-    as their kernels do); "export" and "onnx-export": what torch.export's decomposition
-    produces (the dynamo ONNX target tells the tables apart by each node's `via`); the
-    TorchScript views ("jit", "onnx-jit"): the call itself, as `torch.jit.trace` records it.
+    as their kernels do); "export", "executorch-export" and "onnx-export": what
+    torch.export's decomposition produces, functionalised at every depth (the dynamo ONNX
+    target tells the tables apart by each node's `via`, and its own table's leaves are
+    marked); "coreml-export" and the delegate views: the functional call itself (the
+    exported program undecomposed); the TorchScript views ("jit", "onnx-jit"): the call
+    itself, as `torch.jit.trace` records it.
     """
     if view in JIT_VIEWS:
         return traced_tree(op_name, known)
-    if view not in (VIEW_DISPATCH, VIEW_EXPORT, VIEW_ONNX_EXPORT, VIEW_EXECUTORCH, VIEW_COREML_EXPORT):
+    if view != VIEW_DISPATCH and view not in EXPORT_VIEWS:
         return {"op": op_name, "calls": None}
-    if view == VIEW_COREML_EXPORT:
-        return {"op": op_name, "calls": None}  # run_decompositions({}) keeps what the script calls
-    if view == VIEW_ONNX_EXPORT:
-        view = VIEW_EXPORT
-    key = (op_name, _freeze(known), view)
+    key = (op_name, _freeze(known), view, executorch_changes() if view == VIEW_EXECUTORCH else ())
     tree = _TREE_CACHE.get(key)
     if tree is None:
-        qualified, _, overload = op_name.partition(".")
-        resolved = resolve_overload(qualified, overload)
-        found: protocol.CallTree | None
-        if resolved is None:
-            found = None
-        # decompose.py's nodes (`Node`) are CallTree records built key by key: typed here,
-        # where they join the answer.
-        elif view in (VIEW_EXPORT, VIEW_EXECUTORCH):
-            found = cast("protocol.CallTree", export_tree(resolved, known, executorch=view == VIEW_EXECUTORCH))
-        else:
-            found = cast("protocol.CallTree", call_tree(resolved, known))
-        tree = found if found is not None else {"op": op_name, "calls": None, "undecomposed": True}
-        _TREE_CACHE[key] = tree
+        tree = _TREE_CACHE[key] = _view_tree(op_name, known, view)
     return tree
+
+
+def _view_tree(op_name: str, known: dict[str, Any], view: str) -> protocol.CallTree:
+    # decompose.py's and export_decompose.py's nodes (`Node`) are CallTree records built key
+    # by key: typed here, where they join the answer.
+    if view == VIEW_ONNX_EXPORT:
+        # The ONNX exporter's table on top of torch.export's: the export tree (cached under
+        # its own view, shared with TensorRT's) with that table's leaves marked, on a copy.
+        return cast("protocol.CallTree", onnx_export_tree(cast("Node", decomposed(op_name, known, VIEW_EXPORT))))
+    if view not in (VIEW_DISPATCH, VIEW_EXPORT, VIEW_EXECUTORCH):
+        return {"op": functional_name(op_name), "calls": None}  # run_decompositions({}) keeps the call
+    qualified, _, overload = op_name.partition(".")
+    resolved = resolve_overload(qualified, overload)
+    if resolved is None:
+        return {"op": op_name, "calls": None, "undecomposed": True}
+    if view == VIEW_DISPATCH:
+        return cast("protocol.CallTree", call_tree(resolved, known))
+    return cast("protocol.CallTree", export_tree(resolved, known, executorch=view == VIEW_EXECUTORCH))
 
 
 # A trace records `chunk` with constant arguments, unpacked: the fuser canonicalisation both

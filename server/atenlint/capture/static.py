@@ -17,7 +17,6 @@ be neither scripted nor traced. Runs inside the worker, which never imports the 
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import itertools
 import linecache
@@ -35,18 +34,15 @@ from .. import torchcompat
 from ..ast_names import dotted_name
 from ..python_parse import parse_module
 from ..script_typing import widen_int_literals, widen_int_literals_by_types
-from ..worker.protocol import CallTree, CapturedOp, ClassAnswer, FileAnswer, StaticParams, captured_op, seen_in
+from ..worker.protocol import CapturedOp, ClassAnswer, FileAnswer, StaticParams, captured_op, seen_in
 from ..worker.vocabulary import (
-    EXPORT_VIEWS,
     JIT_VIEWS,
     STATUS_STATIC,
     VIEW_COMPILE,
     VIEW_DISPATCH,
-    VIEW_ONNX_EXPORT,
 )
 from .compile_static import class_breaks, disabled_functions
-from .decompose import canonical_name, resolve_overload
-from .export_decompose import functional_variant
+from .decompose import resolve_overload
 from .paths import is_library_file
 from .script import Site, _Walker, decomposed, script_ops
 from .static_flow import (
@@ -949,58 +945,6 @@ def static_class_from_text(
     return static_class(analysis, cls, module, views)
 
 
-def _view_tree(op_name: str, known: dict[str, Any], view: str) -> CallTree:
-    """The call tree of one source-read call in `view`, as that view's exporter would hold
-    it. torch.export functionalises the whole graph, so an in-place op is judged as its
-    functional variant, inside a decomposition too (`pad_sequence`'s `copy_`), and in the
-    views `decomposed` does not decompose (Core ML's export frontend, the delegates). For
-    the dynamo ONNX exporter, an op its decomposition table replaces is decomposed into ops
-    the source pass cannot see (it runs no shapes): not judged, as export_decompose.py marks
-    an op the export table decomposes."""
-    tree = decomposed(op_name, known, view)
-    if view not in EXPORT_VIEWS:
-        return tree
-    onnx_table = _onnx_decomposed_ops() if view == VIEW_ONNX_EXPORT else frozenset()
-    return _exported_node(tree, onnx_table)
-
-
-def _exported_node(node: CallTree, onnx_table: frozenset[Any]) -> CallTree:
-    """A copy of `node` (trees are cached and shared between views) with in-place children
-    functionalised and ONNX-decomposed leaves marked."""
-    out: CallTree = dict(node)  # type: ignore[assignment]  # a shallow copy of a TypedDict
-    resolved = _resolve_name(node["op"])
-    if resolved is not None:
-        functional = functional_variant(resolved)
-        if functional is not resolved:
-            out["op"] = canonical_name(functional)
-            resolved = functional
-    calls = node.get("calls")
-    if calls is not None:
-        out["calls"] = [_exported_node(child, onnx_table) for child in calls]
-    elif resolved is not None and resolved in onnx_table:
-        out["undecomposed"] = True
-        out["decomposable"] = True
-    return out
-
-
-def _resolve_name(op_name: str) -> Any | None:
-    qualified, _, overload = op_name.partition(".")
-    if not qualified.startswith("aten::"):
-        return None
-    return resolve_overload(qualified, overload)
-
-
-@functools.cache
-def _onnx_decomposed_ops() -> frozenset[Any]:
-    """Every overload the dynamo ONNX exporter's decomposition table can replace (its table
-    for no registered op: an op the registry implements is judged supported before this
-    matters), or nothing when this torch has no such exporter. Once per process."""
-    try:
-        return frozenset(torchcompat.onnx_friendly_decompositions(()))
-    except torchcompat.Unavailable:
-        return frozenset()
-
-
 def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views: tuple[str, ...]) -> ClassAnswer:
     merged: dict[tuple[Any, ...], CapturedOp] = {}
     analysis.project.followed_classes = set()
@@ -1019,7 +963,7 @@ def static_class(analysis: _FileAnalysis, cls: ast.ClassDef, module: str, views:
                 entry = merged[key] = captured_op(
                     op.op,
                     [s.as_json(library=is_library_file(s.file) and s is not site) for s in sites],
-                    {view: _view_tree(op.op, op.known, view) for view in reaching},
+                    {view: decomposed(op.op, op.known, view) for view in reaching},
                     conditional=True,
                 )
             entry["conditional"] = entry.get("conditional", True) and op.conditional
