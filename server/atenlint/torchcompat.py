@@ -1021,6 +1021,9 @@ LAZY_FRONT_ENDS = (
     "torch.jit._trace",
     "torch.utils._python_dispatch",
 )
+# What a meta kernel's `torch._check` imports (with sympy) on its first call: the only
+# one of them a file whose classes are only traced by torch.jit.trace may still need.
+SYMBOLIC_SHAPES_FRONT_END = "torch.fx.experimental.symbolic_shapes"
 # The one front end `torch.jit.trace` needs (the TorchScript exporters' view of a class with
 # example inputs): imported at worker start, the others only when a request needs them.
 JIT_TRACE_FRONT_END = "torch.jit._trace"

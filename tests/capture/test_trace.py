@@ -137,3 +137,76 @@ def test_weights_never_materialise(tmp_path):
     )
     ops = trace(module, "torch.randn(2, 60_000)")
     assert any(op.op == "aten::addmm" for op in ops)
+
+
+def _metadata(value):
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.dtype, value.stride(), value.device.type, value.requires_grad, value.layout)
+    if isinstance(value, tuple):
+        return tuple(_metadata(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "torch.randn(1, 16, 16, 16)",
+        "torch.randn((2, 3))",
+        "torch.randn(())",
+        "torch.randn(2, 3, dtype=torch.float16)",
+        "torch.rand([4, 5], dtype=torch.float64)",
+        "torch.randint(0, 1000, (1, 16))",
+        "torch.randint(5, [3], dtype=torch.int32)",
+        "torch.zeros(2, 3, dtype=torch.bool)",
+        "(torch.randn(2, 8), torch.ones(2, 8, dtype=torch.long))",
+    ],
+)
+def test_literal_factory_inputs_are_the_tensors_the_expression_makes_on_meta(tmp_path, expression):
+    """Inputs that are only calls of torch's plain factories with literal sizes are made
+    without running torch's meta kernels (whose `torch._check` imports sympy): the same
+    shapes, dtypes, strides and flags as the expression evaluated on meta."""
+    from atenlint.capture.loader import literal_meta_inputs
+
+    module = load(tmp_path, "import torch\n")
+    assert literal_meta_inputs(expression, vars(module)) is not None
+    with torch.device("meta"):
+        evaluated = eval(expression, {"torch": torch})
+    assert _metadata(build_inputs(expression, module)) == _metadata(evaluated)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "torch.randn(N, 3)",  # a name: evaluated as written
+        "torch.randn(2, dtype=torch.long)",  # torch refuses it: the same error
+        "torch.randint(5, 5, (2,))",
+        "torch.full((2,), 1)",
+        "[torch.randn(2)]",
+        "torch.randn(2, requires_grad=True)",
+    ],
+)
+def test_any_other_inputs_expression_is_evaluated_as_written(tmp_path, expression):
+    from atenlint.capture.loader import literal_meta_inputs
+
+    module = load(tmp_path, "import torch\nN = 4\n")
+    assert literal_meta_inputs(expression, vars(module)) is None
+    with torch.device("meta"):
+        try:
+            evaluated = eval(expression, vars(module))
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                build_inputs(expression, module)
+            return
+    made = build_inputs(expression, module)
+    assert _metadata(tuple(made) if isinstance(made, list) else made) == _metadata(
+        tuple(evaluated) if isinstance(evaluated, list) else evaluated
+    )
+
+
+def test_a_factory_the_users_code_replaced_is_called_as_replaced(tmp_path, monkeypatch):
+    from atenlint.capture.loader import literal_meta_inputs
+
+    module = load(tmp_path, "import torch\n")
+    monkeypatch.setattr(torch, "randn", lambda *size, **options: torch.zeros(7, device="meta"))
+    assert literal_meta_inputs("torch.randn(2, 3)", vars(module)) is None
+    assert tuple(build_inputs("torch.randn(2, 3)", module).shape) == (7,)

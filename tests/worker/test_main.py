@@ -41,6 +41,21 @@ def test_only_traced_jit_views_do_without_torchs_other_front_ends():
     assert main._needs_front_ends([], (CAPTURE_SCRIPT,))  # the source pass
 
 
+def test_a_child_that_imported_only_symbolic_shapes_asks_its_zygote_for_those_alone():
+    """A file traced only by torch.jit.trace whose meta build imported torch's symbolic
+    shapes (sympy) makes the zygote import just those before its next child; any other
+    front end a child imported makes it load them all."""
+    from atenlint import torchcompat
+
+    assert main._replied_status([]) == main._REPLIED
+    assert main._replied_status([torchcompat.SYMBOLIC_SHAPES_FRONT_END]) == main._REPLIED_LOADING_SYMBOLIC_SHAPES
+    assert (
+        main._replied_status([torchcompat.SYMBOLIC_SHAPES_FRONT_END, "torch._dynamo"])
+        == main._REPLIED_LOADING_FRONT_ENDS
+    )
+    assert torchcompat.SYMBOLIC_SHAPES_FRONT_END in torchcompat.LAZY_FRONT_ENDS
+
+
 def test_a_static_request_loads_the_front_ends_and_warms_no_view():
     assert main._before_fork("static", {"path": "/x.py", "module": "x"}) == ([], (CAPTURE_SCRIPT,))
 
@@ -51,9 +66,14 @@ _ZYGOTE = textwrap.dedent(
     from atenlint.worker import main
     main._Options.run_dir = sys.argv[1]
     main._preload()
-    seen = {"hello": "torch._dynamo" in sys.modules}
+    import gc
+    seen = {"hello": "torch._dynamo" in sys.modules, "frozen": gc.get_freeze_count() > 0}
     main._warm_for(["onnx-jit"], ("trace",))
     seen["jit"] = "torch._dynamo" in sys.modules
+    seen["jit_sympy"] = "sympy" in sys.modules
+    main._Options.symbolic_shapes_wanted = True  # as after a child that imported them
+    main._warm_for(["onnx-jit"], ("trace",))
+    seen["symbolic_shapes"] = ["sympy" in sys.modules, "torch._dynamo" in sys.modules]
     seen["warmed"] = sorted(map(list, main._Options.warmed))
     main._warm_for(["onnx-jit"], ("trace", "script"))
     seen["scripted"] = "torch._dynamo" in sys.modules
@@ -66,13 +86,16 @@ _ZYGOTE = textwrap.dedent(
 def test_a_zygote_that_only_traces_with_torch_jit_never_imports_dynamo(tmp_path):
     """Started, and warmed for the TorchScript exporter's view on classes with inputs, the
     zygote has not imported torch._dynamo (about a second of every worker start on 2
-    cores); a class without inputs (scripting) makes it load the front ends, once."""
+    cores), nor sympy (its sample's inputs are literal factory calls, made without torch's
+    meta kernels); a class without inputs (scripting) makes it load the front ends, once."""
     env = dict(os.environ, PYTHONPATH=SERVER, TMPDIR=str(tmp_path))  # as the pool starts a worker
     done = subprocess.run(
         [sys.executable, "-c", _ZYGOTE, str(tmp_path)], env=env, capture_output=True, text=True, timeout=600, check=True
     )
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["hello"] is False and seen["jit"] is False
+    assert seen["hello"] is False and seen["jit"] is False and seen["jit_sympy"] is False
+    assert seen["frozen"]  # torch's and atenlint's import-time objects: no collection walks them again
+    assert seen["symbolic_shapes"] == [True, False]
     assert seen["warmed"] == [["onnx-jit", CAPTURE_TRACE]]
     assert seen["scripted"] is True
     assert seen["views"] == ["onnx-jit"]

@@ -800,9 +800,12 @@ def _user_site(error: BaseException) -> dict[str, Any] | None:
     return None
 
 
-def evaluate_inputs(expression: str, module: Any) -> Any:
+def evaluate_inputs(expression: str, module: Any, on_meta: bool = False) -> Any:
     """The example inputs: an expression, or a `pkg.module:function` reference called with
-    the built model; with the class's `kwargs` (expression or reference) beside them."""
+    the built model; with the class's `kwargs` (expression or reference) beside them.
+    `on_meta` (the caller evaluates under `torch.device("meta")`): an expression that is
+    only calls of torch's plain factories with literal sizes is made by `literal_meta_inputs`:
+    the same tensors, without running torch's Python meta kernels."""
     from .building import CallArguments, call_with, factory_function
 
     record = _last_build if _last_build is not None and _last_build.module is module else None
@@ -822,7 +825,10 @@ def evaluate_inputs(expression: str, module: Any) -> Any:
         function = factory_function(kind, text, config, qualname) if (text or config.get("factories")) else None
         if function is not None:
             return call_with(function, available, first="model")
-        return None if text is None else eval(text, namespace)
+        if text is None:
+            return None
+        made = literal_meta_inputs(text, namespace) if on_meta else None
+        return made if made is not None else eval(text, namespace)
 
     inputs = value("inputs", expression)
     kwargs_setting = config.get("kwargs")
@@ -838,3 +844,116 @@ def evaluate_inputs(expression: str, module: Any) -> Any:
         raise TypeError(f"kwargs must give a dict of keyword arguments, not {type(kwargs).__name__}")
     args = () if inputs is None else inputs if isinstance(inputs, tuple) else (inputs,)
     return CallArguments(tuple(args), kwargs)
+
+
+# torch's factories whose meta result is given by their literal arguments alone (shape and
+# dtype; a meta tensor has no values): name -> the dtype when none is given (None: torch's
+# default dtype). The meta kernels of randn and randint are Python references that call
+# `torch._check`, whose first call imports torch.fx.experimental.symbolic_shapes and sympy
+# (about 0.4 s): made with `torch.empty` instead, a run that only traces with torch.jit.trace
+# never imports them (the others are here so that a tuple mixing them is made the same way).
+_META_FACTORIES: dict[str, torch.dtype | None] = {
+    "randn": None,
+    "rand": None,
+    "zeros": None,
+    "ones": None,
+    "empty": None,
+    "randint": torch.int64,
+}
+# The functions themselves, as torch defines them (read before any user code runs): a file
+# that replaced one (`torch.randn = ...`) has its expression evaluated as written.
+_TORCH_FACTORIES = {name: getattr(torch, name) for name in _META_FACTORIES}
+
+
+def literal_meta_inputs(expression: str, namespace: dict[str, Any]) -> Any:
+    """The value `expression` has under `torch.device("meta")`, made without running it,
+    when it is a call of one of torch's plain factories (`torch.randn(1, 3, 224, 224)`,
+    `torch.randint(0, 1000, (1, 16))`, `dtype=torch.float16`) with literal sizes, or a tuple
+    of such calls: each a `torch.empty` of the same shape and dtype on meta, as the factory
+    would give it. None for anything else (evaluated as written)."""
+    import ast
+
+    try:
+        tree = ast.parse(expression.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if namespace.get("torch", torch) is not torch:
+        return None
+    calls = tree.elts if isinstance(tree, ast.Tuple) else [tree]
+    made = []
+    for call in calls:
+        tensor = _literal_factory_call(call)
+        if tensor is None:
+            return None
+        made.append(tensor)
+    return tuple(made) if isinstance(tree, ast.Tuple) else made[0]
+
+
+def _literal_factory_call(node: Any) -> torch.Tensor | None:
+    import ast
+
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "torch"
+        and node.func.attr in _META_FACTORIES
+        and getattr(torch, node.func.attr, None) is _TORCH_FACTORIES[node.func.attr]
+    ):
+        return None
+    name = node.func.attr
+    dtype = _META_FACTORIES[name]
+    for keyword in node.keywords:
+        given = _literal_dtype(keyword.value) if keyword.arg == "dtype" else None
+        if given is None:
+            return None
+        dtype = given
+    args = node.args
+    if name == "randint":
+        # randint(high, size) or randint(low, high, size): torch refuses low >= high.
+        bounds = [_literal_int(a) for a in args[:-1]]
+        if not 1 <= len(bounds) <= 2 or any(b is None for b in bounds):
+            return None
+        low, high = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+        if low is None or high is None or low >= high:
+            return None
+        if dtype is None or dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+            return None
+        shape = _literal_shape(args[-1:], sequence_only=True)
+    else:
+        if dtype is not None and name in ("randn", "rand") and not dtype.is_floating_point:
+            return None
+        shape = _literal_shape(args)
+    if shape is None:
+        return None
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def _literal_int(node: Any) -> int | None:
+    import ast
+
+    if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0:
+        return node.value
+    return None
+
+
+def _literal_shape(args: list[Any], sequence_only: bool = False) -> tuple[int, ...] | None:
+    """The sizes given as `f(1, 3, 8)` or `f((1, 3, 8))` / `f([1, 3, 8])`, all literal ints."""
+    import ast
+
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    elif sequence_only or not args:
+        return None
+    sizes = [_literal_int(a) for a in args]
+    return None if any(s is None for s in sizes) else tuple(s for s in sizes if s is not None)
+
+
+def _literal_dtype(node: Any) -> torch.dtype | None:
+    import ast
+
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        found = getattr(torch, node.attr, None)
+        if isinstance(found, torch.dtype):
+            return found
+    return None

@@ -480,4 +480,4 @@ def build_inputs(expression: str, module: Any) -> Any:
     from .loader import evaluate_inputs
 
     with torch.device("meta"):
-        return evaluate_inputs(expression, module)
+        return evaluate_inputs(expression, module, on_meta=True)

@@ -132,6 +132,14 @@ def _preload() -> None:
     # when a trace meets complex tensors): asked here, its answer is cached for every child,
     # which may not start a process.
     platform.processor()
+    # What torch and atenlint made as they were imported lives as long as this process:
+    # frozen, no collection walks it again (the collections that importing a front end
+    # triggers, and the full one after each warm-up's analysis, took about half of a
+    # TorchScript-only warm-up and a quarter of loading the front ends on 2 loaded cores).
+    # Children never collected it anyway (`_forked` freezes before each fork).
+    import gc
+
+    gc.freeze()
 
 
 def _preload_front_ends() -> None:
@@ -181,9 +189,41 @@ def _front_ends_absent() -> tuple[str, ...]:
 # What a child writes on its status pipe after its answer: replied, or replied having
 # imported front ends its zygote lacked (a user's file that imports torch._dynamo itself, a
 # trace that fell back to scripting): the zygote then loads them before its next child,
-# which inherits them, instead of every later child importing them again.
+# which inherits them, instead of every later child importing them again. Having imported
+# only torch's symbolic shapes (and sympy: a meta kernel's `torch._check` in a file whose
+# classes are only traced by torch.jit.trace), the zygote imports just those, not the
+# front ends that child did not need (torch._dynamo: seconds).
 _REPLIED = b"1"
 _REPLIED_LOADING_FRONT_ENDS = b"2"
+_REPLIED_LOADING_SYMBOLIC_SHAPES = b"3"
+_REPLIES = (_REPLIED, _REPLIED_LOADING_FRONT_ENDS, _REPLIED_LOADING_SYMBOLIC_SHAPES)
+
+
+def _replied_status(loaded: Sequence[str]) -> bytes:
+    """A child's word for its zygote, given the front ends it imported that the zygote lacked."""
+    from atenlint import torchcompat
+
+    if not loaded:
+        return _REPLIED
+    if set(loaded) <= {torchcompat.SYMBOLIC_SHAPES_FRONT_END}:
+        return _REPLIED_LOADING_SYMBOLIC_SHAPES
+    return _REPLIED_LOADING_FRONT_ENDS
+
+
+def _preload_symbolic_shapes() -> None:
+    """Import torch's symbolic shapes (and sympy) once, before the next child, after one
+    child needed them (`_REPLIED_LOADING_SYMBOLIC_SHAPES`)."""
+    _Options.symbolic_shapes_wanted = False
+    import importlib
+
+    from atenlint import torchcompat
+    from atenlint.capture.loader import protect_loaded_modules
+
+    from .sandbox import SANDBOX
+
+    with SANDBOX.permitted(), contextlib.suppress(Exception):  # torch's own import, never the user's code
+        importlib.import_module(torchcompat.SYMBOLIC_SHAPES_FRONT_END)
+    protect_loaded_modules()
 
 
 _WARM_SAMPLE = """\
@@ -238,6 +278,8 @@ def _warm_for(
     # A request that names no view gets the dispatcher's (file_capture's default).
     if _Options.front_ends_wanted or _needs_front_ends(views or (FAST_VIEW,), paths):
         _preload_front_ends()
+    elif _Options.symbolic_shapes_wanted:
+        _preload_symbolic_shapes()
     missing = [(view, path) for view in dict.fromkeys(views) for path in paths if (view, path) not in _Options.warmed]
     if not missing:
         return
@@ -451,6 +493,7 @@ class _Options:
     warmed: ClassVar[set[tuple[str, str]]] = set()
     front_ends_loaded = False  # `_preload_front_ends` ran: every later child inherits them
     front_ends_wanted = False  # a child imported them itself: load them before the next one
+    symbolic_shapes_wanted = False  # a child imported only torch's symbolic shapes: those before the next one
     pending_warm: ClassVar[list[str]] = []  # the views to warm while no request waits, in order
     paths_taken: ClassVar[set[str]] = set()  # the capture paths the `analyse` requests' classes may take
     exiting: ClassVar[list[int]] = []  # children that replied and are exiting, to be reaped
@@ -782,8 +825,7 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
                 _write(out, error_reply(request_id, "ConfinementError", str(error)))
             else:
                 _write(out, _over_data_cap(request_id, _reply(request_id, request, out)))
-            loaded = any(name in sys.modules for name in absent)
-            os.write(status_write, _REPLIED_LOADING_FRONT_ENDS if loaded else _REPLIED)
+            os.write(status_write, _replied_status([name for name in absent if name in sys.modules]))
         finally:
             os._exit(0)
     os.close(status_write)
@@ -796,12 +838,14 @@ def _forked(request_id: int | None, request: Any, out: Any, lines: _Lines) -> bo
     said, status = ended
     if said == _REPLIED_LOADING_FRONT_ENDS:
         _Options.front_ends_wanted = True
+    elif said == _REPLIED_LOADING_SYMBOLIC_SHAPES:
+        _Options.symbolic_shapes_wanted = True
     if status is None:
         # Replied and now exiting: the next request need not wait for the kernel to tear
         # down the child's copy of this process (tens of ms a file); it is reaped later.
         _Options.exiting.append(pid)
         return True
-    if said in (_REPLIED, _REPLIED_LOADING_FRONT_ENDS):
+    if said in _REPLIES:
         return True
     # Worded as a dead worker always was: the engine's ATL006 reads the same either way.
     _write(out, error_reply(request_id, "WorkerCrash", f"the worker process {_how_it_ended(status)}"))
@@ -862,7 +906,7 @@ def _wait_child(pid: int, status_read: int, lines: _Lines) -> tuple[bytes, int |
                 # its request; one that wrote anything else has ended as a crash.
                 if said:
                     _kill(pid)
-                if said in (_REPLIED, _REPLIED_LOADING_FRONT_ENDS):
+                if said in _REPLIES:
                     return said, None  # its answer is written: all that is left is its exit
                 if said:
                     return said, os.waitpid(pid, 0)[1]
