@@ -224,9 +224,15 @@ _GIVING_WAY_ZYGOTE = textwrap.dedent(
     main._preload()
     events = []
     began, arrived, finished = threading.Event(), threading.Event(), threading.Event()
+    answered = threading.Event()
     real_capture = file_capture.capture_file
 
     def capture_file(request, on_partial=None):
+        if began.is_set():
+            # The warm-up again, after the zygote wrote request 2's answer: wait until this
+            # script's reader has noted it, so the events' order is the zygote's, not the
+            # threads' scheduling.
+            answered.wait(60)
         events.append("warm-up began")
         began.set()
         arrived.wait(600)  # the request is in the pipe from here on
@@ -252,6 +258,7 @@ _GIVING_WAY_ZYGOTE = textwrap.dedent(
         arrived.set()
         reply = json.loads(replies.readline())
         events.append(f"request {reply['id']} answered")
+        answered.set()
         finished.wait(600)
         send({"method": "shutdown"})
 

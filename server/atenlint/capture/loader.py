@@ -873,8 +873,10 @@ def literal_meta_inputs(expression: str, namespace: dict[str, Any]) -> Any:
     would give it. None for anything else (evaluated as written)."""
     import ast
 
+    from ..python_parse import parse_expression
+
     try:
-        tree = ast.parse(expression.strip(), mode="eval").body
+        tree = parse_expression(expression.strip()).body
     except (SyntaxError, ValueError):
         return None
     if namespace.get("torch", torch) is not torch:
