@@ -198,8 +198,9 @@ class Engine:
         `settings`' targets judge: the dispatcher view first (the fast targets' squiggles
         need only it), then the export toolchains' in the targets' order. Each worker answers
         at once and warms them while no request waits; a file that comes meanwhile waits at
-        most for the front-end call under way, where the warm-up gives way (worker/main.py). Only worth it where files will be
-        imported: an untrusted editor session reads source only and does not call this."""
+        most for the front-end call under way, where the warm-up gives way (worker/main.py).
+        Only worth it where files will be imported: an untrusted editor session reads source
+        only and does not call this."""
         targets = self.targets_for(settings)
         fast_first = sorted(dict.fromkeys(t.tree_view for t in targets), key=lambda view: view != FAST_VIEW)
         answers: list[WarmAnswer] = []

@@ -79,25 +79,21 @@ def on_executed_statements(entries: list[CapturedOp], executed: Executed | None)
 def _statement_at(path: str, line: int) -> Statement:
     """The innermost statement of `path` whose own lines hold `line` (the line alone when
     the file cannot be read or parsed: then lines are compared as they are)."""
-    holding = [(first, last) for first, last in _statement_spans(path) if first <= line <= last]
-    if not holding:
-        return (path, line, line)
-    first, last = min(holding, key=lambda span: span[1] - span[0])
-    return (path, first, last)
+    return _innermost(path, _spans(path)[0], line) or (path, line, line)
 
 
 def _function_at(path: str, line: int) -> Statement | None:
     """The innermost function (or lambda) of `path` holding `line`; None at module level or
     when the file cannot be read."""
-    holding = [(first, last) for first, last in _spans(path)[1] if first <= line <= last]
+    return _innermost(path, _spans(path)[1], line)
+
+
+def _innermost(path: str, spans: tuple[tuple[int, int], ...], line: int) -> Statement | None:
+    holding = [(first, last) for first, last in spans if first <= line <= last]
     if not holding:
         return None
     first, last = min(holding, key=lambda span: span[1] - span[0])
     return (path, first, last)
-
-
-def _statement_spans(path: str) -> tuple[tuple[int, int], ...]:
-    return _spans(path)[0]
 
 
 @functools.lru_cache(maxsize=64)

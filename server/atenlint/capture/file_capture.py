@@ -564,7 +564,8 @@ class _ClassCapture:
         TorchScript cannot compile the class); `record_failure`: keep the script error.
         Standing in for views a trace could not give, they keep to the statements the
         class's traces ran (`executed_lines`): the real trace holds one side of a branch."""
-        executed = executed_statements(result.get("ops", [])) if result.get("capture") == CAPTURE_TRACE else None
+        standing_in = bool(views) and result.get("capture") == CAPTURE_TRACE
+        executed = executed_statements(result.get("ops", [])) if standing_in else None
         scripted = self._script()
         if scripted is None:
             failure = self._script_failure

@@ -35,12 +35,7 @@ from ..ast_names import dotted_name
 from ..python_parse import parse_module
 from ..script_typing import widen_int_literals, widen_int_literals_by_types
 from ..worker.protocol import CapturedOp, ClassAnswer, FileAnswer, StaticParams, captured_op, seen_in
-from ..worker.vocabulary import (
-    JIT_VIEWS,
-    STATUS_STATIC,
-    VIEW_COMPILE,
-    VIEW_DISPATCH,
-)
+from ..worker.vocabulary import JIT_VIEWS, STATUS_STATIC, VIEW_COMPILE, VIEW_DISPATCH
 from .compile_static import class_breaks, disabled_functions
 from .decompose import resolve_overload
 from .paths import is_library_file

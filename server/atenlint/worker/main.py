@@ -151,24 +151,34 @@ def _preload_front_ends() -> None:
         return
     _Options.front_ends_loaded = True
     _Options.front_ends_wanted = False
-    import importlib
-
     from atenlint import torchcompat
     from atenlint.capture.decompose import warm_up
+
+    from .sandbox import SANDBOX
+
+    with SANDBOX.permitted():  # torch's own calls, as the imports below
+        warm_up()
+    _import_front_ends(torchcompat.LAZY_FRONT_ENDS)
+
+
+def _import_front_ends(names: Sequence[str]) -> None:
+    """Import torch's modules `names` (one this torch lacks is skipped: its capture says so)
+    and keep what they pulled in as the library's (`protect_loaded_modules`). torch's own
+    imports, never the user's code, even when an earlier analysis installed the sandbox
+    (torch._dynamo asks for a temporary folder as it is imported)."""
+    import importlib
+
     from atenlint.capture.loader import protect_loaded_modules
 
     from .sandbox import SANDBOX
 
-    # torch's own imports, never the user's code, even when an earlier analysis installed
-    # the sandbox (torch._dynamo asks for a temporary folder as it is imported).
     with SANDBOX.permitted():
-        warm_up()
-        for name in torchcompat.LAZY_FRONT_ENDS:
+        for name in names:
             try:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001, S112 - a front end this torch lacks: its capture says so
                 continue
-    protect_loaded_modules()  # what they pulled in stays the library's too
+    protect_loaded_modules()
 
 
 def _needs_front_ends(views: Sequence[str], paths: Sequence[str]) -> bool:
@@ -214,16 +224,9 @@ def _preload_symbolic_shapes() -> None:
     """Import torch's symbolic shapes (and sympy) once, before the next child, after one
     child needed them (`_REPLIED_LOADING_SYMBOLIC_SHAPES`)."""
     _Options.symbolic_shapes_wanted = False
-    import importlib
-
     from atenlint import torchcompat
-    from atenlint.capture.loader import protect_loaded_modules
 
-    from .sandbox import SANDBOX
-
-    with SANDBOX.permitted(), contextlib.suppress(Exception):  # torch's own import, never the user's code
-        importlib.import_module(torchcompat.SYMBOLIC_SHAPES_FRONT_END)
-    protect_loaded_modules()
+    _import_front_ends((torchcompat.SYMBOLIC_SHAPES_FRONT_END,))
 
 
 _WARM_SAMPLE = """\
