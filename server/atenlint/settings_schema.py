@@ -235,7 +235,8 @@ SETTINGS: Final[tuple[SettingSpec, ...]] = (
         default=True,
         example="false",
         description="A class with no configured `inputs` is traced with example inputs atenlint infers from "
-        "its code (signature, first layer, sizes it declares; at most 3 classes a file), and a class whose "
+        "its code (signature, first layer, sizes it declares; the 3 widest classes of a file, then every one "
+        "TorchScript cannot compile), and a class whose "
         "constructor needs arguments, with no `init` or factory configured, is built with arguments inferred "
         "from calls of it in the project or from its parameters' names; the output says so. A front end's "
         "failure on a guess is never reported as your code's. `false`: such classes are scripted or read "

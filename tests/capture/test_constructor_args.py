@@ -313,6 +313,83 @@ def test_the_candidates_are_the_same_every_time(tmp_path: Any) -> None:
     assert candidates(module.Net, module) == candidates(module.Net, module)
 
 
+FORWARDING_SOURCE = """
+    import torch.nn as nn
+
+    class Layers(nn.Module):
+        def __init__(self, dim, depth=None, heads=8, causal=False, **kwargs):
+            super().__init__()
+            self.proj = nn.Linear(dim, dim)
+
+    class Encoder(Layers):  # x-transformers: every parameter is the parent's
+        def __init__(self, **kwargs):
+            assert "causal" not in kwargs
+            super().__init__(causal=False, **kwargs)
+
+    class Deeper(Encoder):  # two forwarding constructors, one inherited
+        pass
+
+    class Block(Layers):
+        def __init__(self, width, *, depth=1, **kw):
+            Layers.__init__(self, width * 2, depth=depth, **kw)
+
+    class Scaled(nn.Linear):  # `*args` alone: the parent's positional parameters, in order
+        def __init__(self, *args, scale=1.0):
+            super().__init__(*args)
+
+    class Swallows(Layers):  # `**kwargs` goes nowhere: nothing of the parent's is open
+        def __init__(self, **kwargs):
+            super().__init__(64)
+
+    def build_encoder():
+        return Encoder(dim=128, depth=2, rotary=True)
+"""
+
+
+def test_parameters_forwarded_to_the_parent_are_the_parents(tmp_path: Any) -> None:
+    """Issue 20: a constructor that passes `**kwargs` (or `*args`) on to its parent's needs
+    what the parent needs, less what the forwarding call gives it: `Encoder(**kwargs)` needs
+    `dim`, given as a keyword; `causal` is the call's own, `heads` keeps its default."""
+    from atenlint.capture.constructor_args import constructor_parameters
+
+    module = load_module(tmp_path, FORWARDING_SOURCE, "forwarding_args")
+
+    def shown(cls: type) -> list[str]:
+        return [f"{p.kind.name}:{p.name}" + ("" if p.default is p.empty else "=") for p in constructor_parameters(cls)]
+
+    layers_tail = ["KEYWORD_ONLY:depth=", "KEYWORD_ONLY:heads=", "VAR_KEYWORD:kwargs"]
+    assert shown(module.Encoder) == ["KEYWORD_ONLY:dim", *layers_tail]
+    assert shown(module.Deeper) == shown(module.Encoder)
+    # `Layers.__init__(self, width * 2, depth=depth, **kw)` gives `dim` and `depth` itself.
+    assert shown(module.Block) == [
+        "POSITIONAL_OR_KEYWORD:width",
+        "KEYWORD_ONLY:depth=",
+        "KEYWORD_ONLY:heads=",
+        "KEYWORD_ONLY:causal=",
+        "VAR_KEYWORD:kwargs",
+    ]
+    assert shown(module.Scaled)[:3] == [
+        "POSITIONAL_ONLY:in_features",
+        "POSITIONAL_ONLY:out_features",
+        "POSITIONAL_ONLY:bias=",
+    ]
+    assert shown(module.Scaled)[-1] == "KEYWORD_ONLY:scale="
+    assert shown(module.Swallows) == ["VAR_KEYWORD:kwargs"]
+
+    assert [c.expression for c in candidates(module.Encoder, module)] == [
+        "Encoder(dim=128, depth=2)",  # the call site in the file, then the name rules
+        "Encoder(dim=64)",
+        "Encoder(dim=32)",
+    ]
+    assert candidates(module.Scaled, module)[0].expression == "Scaled(64, 64)"
+    assert candidates(module.Swallows, module) == []
+    with torch.device("meta"):
+        built = evaluate_call(candidates(module.Deeper, module)[0].expression, module.Deeper, module)
+    assert built.proj.in_features == 64
+    # A call site's keywords bind to the parent's parameters (`rotary` to its `**kwargs`).
+    assert [s.arguments for s in call_sites(module.Encoder, module)] == [{"dim": "128", "depth": "2"}]
+
+
 # -- the build -------------------------------------------------------------------------------
 
 BUILD_SOURCE = """
@@ -358,6 +435,19 @@ def test_build_without_inference_or_with_no_guess_that_builds_needs_arguments(tm
         build(module.Never, module, None, {}, infer_arguments=True)
     assert guessed.value.kind == "arguments" and guessed.value.missing == ["dim"]
     assert "inferred argument sets" in guessed.value.message
+
+
+def test_a_constructor_forwarding_kwargs_is_built_with_the_parents_parameters(tmp_path: Any) -> None:
+    """Issue 20: `Encoder(**kwargs)` needs its parent's `dim`: it is built with a guess for it,
+    and without inference it is reported as needing it (not as a meta failure)."""
+    module = load_module(tmp_path, FORWARDING_SOURCE, "forwarding_build")
+    instance = build(module.Deeper, module, None, {}, infer_arguments=True)
+    assert instance.proj.in_features == 64
+    record = last_build()
+    assert record is not None and record.arguments == "Deeper(dim=64)" and record.missing == ["dim"]
+    with pytest.raises(BuildFailure) as plain:
+        build(module.Encoder, module, None, {})
+    assert plain.value.kind == "arguments" and plain.value.missing == ["dim"]
 
 
 def test_a_configured_init_is_never_replaced_by_a_guess(tmp_path: Any) -> None:

@@ -379,6 +379,108 @@ def test_the_request_sets_the_budget() -> None:
     assert _inference_budget(False) is None and _inference_budget(0) is None
 
 
+def test_every_class_torchscript_refuses_is_traced_whatever_the_budget(tmp_path: Any) -> None:
+    """Issue 20: past the file's budget, a class TorchScript cannot compile would be read from
+    source only; it gets its own inferred trace instead, outside the count. Here each class
+    also needs constructor arguments, guessed: before, such a class was reported as not built."""
+    from atenlint.capture.infer_inputs import INFERRED_CLASSES_PER_FILE
+
+    count = INFERRED_CLASSES_PER_FILE + 2
+    source = "import torch.nn as nn\n" + "".join(
+        f"\n\nclass Layer{i}(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+        f"        self.proj = nn.Linear(dim, {i + 2})\n\n"
+        # A lambda: TorchScript refuses the class.
+        f"    def forward(self, x):\n        return (lambda y: self.proj(y))(x)\n"
+        for i in range(count)
+    )
+    path = tmp_path / "unscriptable_case.py"
+    path.write_text(source)
+    request = {
+        "path": str(path),
+        "module": "unscriptable_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {f"Layer{i}": {} for i in range(count)},
+        "devices": ["cpu"],
+        "views": ["dispatch", "export", "script"],
+    }
+    classes = file_capture.capture_file(request)["classes"]
+    assert [c["qualname"] for c in classes] == [f"Layer{i}" for i in range(count)]
+    for layer in classes:
+        assert layer["status"] == "ok" and layer["capture"] == "trace", layer["qualname"]
+        assert layer["arguments_inferred"] == f"{layer['qualname']}(dim=64)"
+        assert layer["inputs_inferred"] == "(torch.randn(2, 16, 64),)"
+        assert {"dispatch", "export"} <= set(layer["covered"])
+        # Built with a guess: TorchScript's refusal may be the guess's, so it is no verdict.
+        assert "script_error" not in layer
+    # Without inference they are what they were: not built (their constructor needs `dim`).
+    request["infer_inputs"] = False
+    alone = file_capture.capture_file(request)["classes"]
+    assert all(c["status"] == "build_failed" and c.get("capture") != "trace" for c in alone)
+
+
+PAST_BUDGET_SOURCE = """
+    import torch.nn as nn
+
+
+    class Part(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(12, 12)
+
+        def forward(self, x, scale: float = 1.0):
+            return (lambda y: self.proj(y) * scale)(x)  # TorchScript refuses the lambda
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Linear(8, 12)
+            self.part = Part()
+
+        def forward(self, x):
+            return (lambda y: self.part(self.inp(y), scale=2.0))(x)
+
+
+    class Big(nn.Module):  # TorchScript compiles it, and it holds the most module classes
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+            self.norm = nn.LayerNorm(8)
+            self.act = nn.GELU()
+            self.drop = nn.Dropout(0.0)
+
+        def forward(self, x):
+            return self.drop(self.act(self.norm(self.proj(x))))
+"""
+
+
+def test_a_trace_past_the_budget_covers_the_parts_it_runs(tmp_path: Any) -> None:
+    """With a budget of one class, Big (the widest) takes it. Model comes past the budget and
+    TorchScript refuses it: traced with its own guess, and that run covers Part as a budgeted
+    one would: Part (refused too) is traced with the arguments Model's run handed it, not with
+    a guess of its own (which would be `(torch.randn(2, 16, 12),)`)."""
+    path = tmp_path / "past_budget_case.py"
+    path.write_text(textwrap.dedent(PAST_BUDGET_SOURCE).lstrip())
+    request = {
+        "path": str(path),
+        "module": "past_budget_case",
+        "roots": [str(tmp_path)],
+        "overlays": {},
+        "classes": {"Part": {}, "Model": {}, "Big": {}},
+        "devices": ["cpu"],
+        "views": ["dispatch", "export"],
+        "infer_inputs": 1,
+    }
+    by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
+    assert by_name["Big"]["capture"] == "trace" and by_name["Big"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
+    assert by_name["Model"]["capture"] == "trace" and by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
+    assert "past_budget_case.Part" in by_name["Model"]["submodules"]
+    part = by_name["Part"]
+    assert part["capture"] == "trace" and part["inputs_inferred"] == "(torch.randn((2, 16, 12)), 2.0)"
+    assert "arguments_inferred" not in part  # its own instance: the arguments fit it
+
+
 ENCLOSED_SOURCE = """
     import torch
     import torch.nn as nn

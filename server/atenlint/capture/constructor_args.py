@@ -35,10 +35,11 @@ import linecache
 import os
 import re
 import sys
+import textwrap
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -85,10 +86,9 @@ def candidates(
     when its signature cannot be read or nothing can fill a parameter. `overlays`: the
     editor's unsaved texts by absolute path, read instead of those files."""
     try:
-        signature = inspect.signature(cls)
+        parameters = [p for p in constructor_parameters(cls) if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     except (TypeError, ValueError):
         return []
-    parameters = [p for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if not any(p.default is p.empty for p in parameters):
         return []
     reads = _ModuleReads.of(module)
@@ -115,6 +115,131 @@ def evaluate_call(expression: str, cls: type, module: Any) -> Any:
     namespace = dict(vars(module))
     namespace.update({"torch": torch, "types": types, cls.__name__: cls})
     return eval(expression, namespace)  # an expression this module wrote from literals and names
+
+
+# -- parameters a constructor forwards to its parent's -------------------------------------------
+
+MAX_FORWARDING_DEPTH = 4  # parents followed through `**kwargs` (x-transformers needs 2)
+_VAR_POSITIONAL, _VAR_KEYWORD = inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD
+
+
+def constructor_parameters(cls: type) -> list[inspect.Parameter]:
+    """The parameters a call of `cls` may give: its signature's, except that a constructor
+    passing its `**kwargs` on to its parent's (`super().__init__(causal=False, **kwargs)`,
+    `Base.__init__(self, dim, **kwargs)`) has the parent's parameters that call leaves open
+    in their place, as keywords, each keeping its default, so a required one stays required
+    (x-transformers' `Encoder(**kwargs)` needs `AttentionLayers`'s `dim`); likewise `*args`
+    alone, forwarded by a constructor with no positional parameter of its own, gives the
+    parent's positional ones, in order. Read from the constructor's source (the call in
+    `__init__` that calls the parent's); raises TypeError or ValueError as
+    `inspect.signature` does."""
+    return _constructor_parameters(cls, 0)
+
+
+def _constructor_parameters(cls: type, depth: int) -> list[inspect.Parameter]:
+    parameters = list(inspect.signature(cls).parameters.values())
+    var_positional = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
+    var_keyword = next((p.name for p in parameters if p.kind == p.VAR_KEYWORD), None)
+    if (var_positional is None and var_keyword is None) or depth >= MAX_FORWARDING_DEPTH:
+        return parameters
+    forwarding = _parent_call(cls)
+    if forwarding is None:
+        return parameters
+    parent, arguments, keywords = forwarding
+    stars = [i for i, a in enumerate(arguments) if isinstance(a, ast.Starred)]
+    unpacked = [k for k in keywords if k.arg is None]
+    forwards_kwargs = len(unpacked) == 1 and _is_name(unpacked[0].value, var_keyword)
+    forwards_args = len(stars) == 1 and _is_name(cast(ast.Starred, arguments[stars[0]]).value, var_positional)
+    own_positional = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+    if (stars and not forwards_args) or (unpacked and not forwards_kwargs):
+        return parameters  # something else unpacked into the call: what it gives is unknown
+    if not forwards_kwargs and not (forwards_args and not own_positional):
+        return parameters
+    try:
+        inherited = _constructor_parameters(parent, depth + 1)
+    except (TypeError, ValueError):
+        return parameters
+    parent_positional = [p for p in inherited if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    before_star = stars[0] if stars else len(arguments)
+    given = {p.name for p in parent_positional[:before_star]} | {k.arg for k in keywords if k.arg is not None}
+    forwarded_kinds = {
+        kind for kind, forwarded in ((_VAR_KEYWORD, forwards_kwargs), (_VAR_POSITIONAL, forwards_args)) if forwarded
+    }
+    kept = [p for p in parameters if p.kind not in forwarded_kinds]
+    own = {p.name for p in kept}
+    open_ = [p for p in inherited if p.name not in given and p.name not in own]
+    if forwards_kwargs:
+        if any(p.kind == p.POSITIONAL_ONLY and p.default is p.empty for p in open_):
+            return parameters  # only `*args` could give it, in a place the call decides
+        positional: list[inspect.Parameter] = []
+        named = [p.replace(kind=p.KEYWORD_ONLY) for p in open_ if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    else:  # `*args` alone, and no positional parameter of its own: the parent's, in its order
+        still_open = {p.name for p in open_}
+        positional = [
+            p.replace(kind=p.POSITIONAL_ONLY) for p in parent_positional[before_star:] if p.name in still_open
+        ]
+        named = []
+    variadic = [p for p in open_ if p.kind in forwarded_kinds]  # what the parent itself takes as `*args`/`**kwargs`
+    out = positional + [p for p in kept if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)] + named
+    return out + [p for p in kept if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)] + variadic
+
+
+def _is_name(node: ast.expr, name: str | None) -> bool:
+    return name is not None and isinstance(node, ast.Name) and node.id == name
+
+
+def _parent_call(cls: type) -> tuple[type, list[ast.expr], list[ast.keyword]] | None:
+    """The first call in `cls`'s constructor of a parent's constructor (`super().__init__(...)`,
+    `super(Cls, self).__init__(...)`, `Base.__init__(self, ...)`): the class whose `__init__` it
+    runs, and the call's arguments (without the explicit `self`); None when there is none, or
+    the source cannot be read."""
+    mro = cls.__mro__
+    owner = next((c for c in mro if "__init__" in vars(c)), None)
+    if owner is None or owner in (object, torch.nn.Module):
+        return None
+    init = vars(owner)["__init__"]
+    try:
+        source = textwrap.dedent(inspect.getsource(init))
+        tree = parse_module(source)
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    function = tree.body[0] if tree.body else None
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    namespace = getattr(init, "__globals__", {})
+    calls = sorted(
+        (n for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    for call in calls:
+        func = cast(ast.Attribute, call.func)
+        if func.attr != "__init__":
+            continue
+        target = func.value
+        if isinstance(target, ast.Call) and _is_name(target.func, "super"):
+            start = owner
+            if target.args:  # super(Cls, self): after Cls
+                named = _resolve(target.args[0], namespace)
+                if named not in mro:
+                    return None
+                start = cast(type, named)
+            parent = next((c for c in mro[mro.index(start) + 1 :] if "__init__" in vars(c)), None)
+            return None if parent is None else (parent, list(call.args), list(call.keywords))
+        named = _resolve(target, namespace)
+        if inspect.isclass(named) and named in mro and named is not owner:
+            return named, list(call.args[1:]), list(call.keywords)  # `Base.__init__(self, ...)`
+    return None
+
+
+def _resolve(node: ast.expr, namespace: Mapping[str, Any]) -> Any:
+    """What a dotted name (`Base`, `nn.Module`) means in the constructor's module, or None."""
+    name = dotted_name(node)
+    if not name:
+        return None
+    value: Any = namespace.get(name.split(".")[0])
+    for part in name.split(".")[1:]:
+        value = getattr(value, part, None)
+    return value
 
 
 def _call_text(name: str, parameters: list[inspect.Parameter], arguments: dict[str, str]) -> str:
@@ -145,7 +270,7 @@ def call_sites(
     """Calls `Name(...)` / `mod.Name(...)` of the class in the project, in a fixed order (its
     own file, its folder, the roots), that give at least one required parameter a literal."""
     try:
-        parameters = list(inspect.signature(cls).parameters.values())
+        parameters = constructor_parameters(cls)
     except (TypeError, ValueError):
         return []
     required = {p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
@@ -827,7 +952,7 @@ class _Filler:
         attributes = self.reads.attributes(name, node) if node is not None else []
         if not attributes:
             return "torch.nn.Identity()"
-        for binding, candidate in _module_classes(self.module):
+        for binding, candidate in _module_classes(self.module, self.reads):
             home = sys.modules.get(candidate.__module__)
             if candidate is self.cls or home is None or "." in candidate.__qualname__:
                 continue
@@ -836,9 +961,7 @@ class _Filler:
                 continue
             try:
                 parameters = [
-                    p
-                    for p in inspect.signature(candidate).parameters.values()
-                    if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                    p for p in constructor_parameters(candidate) if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                 ]
             except (TypeError, ValueError):
                 continue
@@ -848,20 +971,20 @@ class _Filler:
         return None
 
 
-def _module_classes(module: Any) -> list[tuple[str, type]]:
+def _module_classes(module: Any, reads: _ModuleReads) -> list[tuple[str, type]]:
     """The nn.Module classes a module's namespace binds, with the name it binds each to: its
-    own in source order, then the project's it imports (not a library's), by name."""
+    own in source order, then the project's it imports (not a library's), by name. `reads`:
+    the module's source, where each class's line is looked up (`inspect.getsourcelines`
+    parses the whole file again for every class: in a file of 4,500 lines and 50 classes,
+    these lookups were the larger part of the file's analysis)."""
     own: list[tuple[int, str, type]] = []
     imported: list[tuple[str, type]] = []
     for binding, obj in vars(module).items():
         if not (inspect.isclass(obj) and issubclass(obj, torch.nn.Module)):
             continue
         if obj.__module__ == module.__name__:
-            try:
-                line = inspect.getsourcelines(obj)[1]
-            except (OSError, TypeError):
-                line = 0
-            own.append((line, binding, obj))
+            node = reads.class_node(obj.__qualname__)
+            own.append((node.lineno if node is not None else 0, binding, obj))
             continue
         try:
             source = inspect.getsourcefile(obj)

@@ -126,8 +126,9 @@ def capture_file(request: AnalyseParams, on_partial: PartialCallback | None = No
             # Every class built, then its inputs inferred and its dispatch view traced, before
             # any toolchain graph. Inputs are inferred widest instance first (ties: the last
             # defined first): the model holding most of the file's parts covers them with one
-            # guess of the file's budget, and a part its inferred run already ran is guessed
-            # for last. All counted in classes, never in time. The answer keeps the source order.
+            # guess of the file's budget, and a part its inferred run already ran is scripted
+            # first (`_ClassCapture.infer`). All counted in classes, never in time. The answer
+            # keeps the source order.
             pending = [
                 _ClassCapture(
                     qualname,
@@ -370,7 +371,6 @@ class _ClassCapture:
         # Inputs atenlint inferred (no `inputs` configured) and saw run: their expression.
         # A failure with them is never a finding (they were a guess): that view falls back.
         self.inferred: str | None = None
-        self._deferred = False  # inference waits for TorchScript to fail first
         # The submodule of another class's instance this class is analysed as (it could not
         # be built to fit on its own): `Enclosing().path`, said in the answer.
         self.adopted: str | None = None
@@ -435,12 +435,12 @@ class _ClassCapture:
         return len({type(m) for m in self.instance.modules()}) if self.instance is not None else 0
 
     def prepare(self) -> None:
-        """Infer inputs (when none are configured and the file's budget allows); trace the
-        dispatch view when the class has inputs."""
+        """Infer inputs (when none are configured, `infer`); trace the dispatch view when the
+        class has inputs."""
         started = time.perf_counter()
         wants_trees = any(v != SCRIPT_VIEW for v in self.views)
         if self.budget is not None and self.instance is not None and not self.config.get("inputs") and wants_trees:
-            self._infer_within_budget(scripted_first=True)
+            self.infer(self.budget)
         if self.instance is not None and self._has_inputs() and DISPATCH_VIEW in self.views:
             self._dispatch_trace()
         self.seconds += time.perf_counter() - started
@@ -508,9 +508,6 @@ class _ClassCapture:
             # Never less than the static pass: what cannot be built is read from its source.
             result["status"], result["build_error"] = STATUS_BUILD_FAILED, self.build_error
             return self._static_into(result, views)
-        if self._deferred and tree_views and self._script() is None:
-            self._deferred = False
-            self._infer_within_budget(scripted_first=False)
         if self._has_inputs() and tree_views:
             # With example inputs, each toolchain's own front end captures the path really taken
             # (the torchscript target alone asks for no graph: torch.jit.script is its verdict,
@@ -668,24 +665,30 @@ class _ClassCapture:
             and self.budget.covers(self.cls)
         )
 
-    def _infer_within_budget(self, scripted_first: bool) -> None:
-        """Infer inputs if the file's budget allows. A class an inferred trace of the file
-        already runs is tried only when TorchScript cannot compile it (`scripted_first`
-        defers it to `_assemble`): then its own trace is what keeps it off the source pass,
-        with the arguments that trace handed it first (`_infer_from_enclosing`, outside the
-        budget: no guess is tried), else with a guess of its own."""
-        budget = self.budget
-        if budget is None:
+    def infer(self, budget: InferenceBudget) -> None:
+        """Infer inputs for this class, in its turn of the file's (widest first). A class no
+        inferred run of the file has reached yet is guessed while the budget lasts. Any other
+        (one such a run already ran as a submodule, or one past the budget) is scripted first
+        and traced only when TorchScript cannot compile it: then a trace is all that keeps it
+        off the source pass, so it is tried whatever the budget, with the arguments an
+        enclosing run handed it first (`_infer_from_enclosing`: no guess), else with a guess
+        of its own, whose run covers the parts it calls as a budgeted one does. Each class is
+        traced at most once, so a file's cost stays bounded by its classes."""
+        covered = budget.covers(self.cls)
+        if not covered and budget.allows(self.cls):
+            self._guess(budget.spend)
             return
-        if budget.covers(self.cls):
-            self._deferred = scripted_first
-            if scripted_first or self._infer_from_enclosing(adopt=self.arguments_inferred is not None):
-                return
-        if not budget.allows(self.cls):
+        if self._script() is not None:
             return
+        if covered and self._infer_from_enclosing(adopt=self.arguments_inferred is not None):
+            return
+        self._guess(budget.record)
+
+    def _guess(self, count: Callable[[RecordedCalls], None]) -> None:
+        """Inputs of this class's own guess (`_infer_inputs`); `count` the run when one works."""
         recorded = self._infer_inputs()
         if self.inferred is not None and recorded is not None:
-            budget.spend(recorded)
+            count(recorded)
 
     def _infer_inputs(self) -> RecordedCalls | None:
         """No inputs configured: try the candidates `infer_inputs` builds, in their fixed
@@ -937,14 +940,15 @@ _ADOPTION_REPLACES = (
 
 
 class InferenceBudget:
-    """How many classes of one file may be traced with inferred inputs, counted in
-    classes (never in seconds: a loaded machine gets the same analysis): at most
-    `INFERRED_CLASSES_PER_FILE`. A class whose type an inferred trace of the file already
-    runs as a submodule (`covers`: its calls are in that trace, at the same lines) is
-    scripted first and traced only when TorchScript cannot compile it, or cannot be built
-    alone: then with the arguments that run handed it (`seen`), outside the count — no
-    guess is tried, and each class of the file is traced at most once, so a file's cost
-    stays bounded by its classes."""
+    """How many classes of one file are traced with inferred inputs before TorchScript is
+    tried on them, counted in classes (never in seconds: a loaded machine gets the same
+    analysis): at most `INFERRED_CLASSES_PER_FILE`, widest first. Past it, and for a class
+    whose type an inferred trace of the file already runs as a submodule (`covers`: its
+    calls are in that trace, at the same lines), TorchScript comes first, and a class it
+    cannot compile is traced outside the count (`record`) — the trace is then all that
+    keeps it off the source pass: with the arguments an enclosing run handed it (`seen`),
+    else with its own guess. Each class of the file is traced at most once, so a file's
+    cost stays bounded by its classes."""
 
     def __init__(self, classes: int | None = None):
         from .infer_inputs import INFERRED_CLASSES_PER_FILE
@@ -964,11 +968,15 @@ class InferenceBudget:
         return self.seen.get(cls)
 
     def spend(self, recorded: RecordedCalls) -> None:
-        """One class of the budget traced with inferred inputs; its run (`recorded`, an
+        """One class of the budget traced with inferred inputs (`record`)."""
+        self.remaining -= 1
+        self.record(recorded)
+
+    def record(self, recorded: RecordedCalls) -> None:
+        """A class traced with inferred inputs: its run (`recorded`, an
         `infer_inputs.RecordedCalls`) covers the classes whose forward it called. A class
         the model holds but never calls is not covered: it goes its own way (its own guess,
         its scripted graph, its source), never counted as judged on that trace."""
-        self.remaining -= 1
         self.covered.update(recorded.called)
         for cls, call in recorded.first.items():
             self.seen.setdefault(cls, call)
@@ -976,7 +984,8 @@ class InferenceBudget:
 
 def _inference_budget(setting: Any) -> InferenceBudget | None:
     """The request's `infer_inputs`: true (the default budget), false or 0 (never), or
-    how many classes of the file may be traced with inferred inputs."""
+    how many classes of the file are traced with inferred inputs before TorchScript is
+    tried on them (a class TorchScript cannot compile is tried whatever the number)."""
     if setting is True:
         return InferenceBudget()
     if isinstance(setting, int) and not isinstance(setting, bool) and setting > 0:

@@ -47,9 +47,11 @@ from ..python_parse import parse_module
 from .trace import submodule_pre_hooks
 
 MAX_CANDIDATES = 8
-# Classes of one file traced with inferred inputs: each costs a trace per front end
-# (torch.export's is the dearest, seconds on a loaded machine), and the file's analysis
-# shares one time limit. A request's `infer_inputs` may set another number.
+# Classes of one file traced with inferred inputs before TorchScript is tried on them (the
+# widest first): each costs a trace per front end (torch.export's is the dearest, seconds on
+# a loaded machine), and the file's analysis shares one time limit. Past them, only a class
+# TorchScript cannot compile is traced (`file_capture.InferenceBudget`), since the source
+# pass is all it would get otherwise. A request's `infer_inputs` may set another number.
 INFERRED_CLASSES_PER_FILE = 3
 # torch.jit.trace needs real weights; with guessed inputs, up to this many bytes (beyond,
 # the jit views come from the scripted graph, as they did before inputs were inferred).
