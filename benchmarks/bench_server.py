@@ -213,7 +213,7 @@ def rows(quick: bool) -> list[Row]:
             probe_import,
             goal_ratio=1.0,
             goal_extra_s=0.5,
-            note="didSave -> full result; baseline: the file's import with torch loaded",
+            note="didSave -> first diagnostics (the fast targets'); baseline: the file's import with torch loaded",
         ),
     ]
 

@@ -87,12 +87,19 @@ def test_user_output_and_input_cannot_break_the_protocol(own_pool, tmp_path):
     assert "hello from import" in worker.stderr_tail()
 
 
-def test_the_worker_never_imports_pygls_or_yaml(pool, tmp_path):
+def test_the_worker_never_imports_pygls_or_yaml(tmp_path):
+    """A worker of its own: the session's may have analysed for executorch, whose own
+    import reads its tables with YAML; what is asked here is that atenlint's worker brings
+    in none of these for a plain analysis."""
     (tmp_path / "m.py").write_text(
         "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
     )
-    analyse(pool, tmp_path / "m.py", "m")
-    loaded = set(pool.request("loaded_packages", {}, 30))
+    pool = WorkerPool(1)
+    try:
+        analyse(pool, tmp_path / "m.py", "m")
+        loaded = set(pool.request("loaded_packages", {}, 30))
+    finally:
+        pool.close()
     assert "torch" in loaded and "atenlint" in loaded
     assert not loaded & {"pygls", "lsprotocol", "yaml", "cattrs", "attrs"}
 
@@ -371,3 +378,23 @@ def test_a_pool_that_does_not_wait_on_close_leaves_its_workers_to_end_on_their_o
         own_pool.wait_on_close = True
     assert run_dir is not None and not os.path.exists(run_dir)
     assert process is not None and process.wait(timeout=120) == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads Linux's /proc")
+def test_the_memory_of_an_exited_child_is_read_as_none_without_starting_a_process(monkeypatch):
+    """A file's child that replied is a zombie until its worker reaps it: /proc lists it
+    without a resident set. The parent's memory check looks at it four times a second per
+    busy worker and must not start `ps` for it each time; a live process reads from /proc."""
+    import subprocess
+    import sys
+
+    from atenlint.worker import pool
+
+    started = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, started.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped
+        monkeypatch.setattr(pool.subprocess, "run", lambda *a, **k: pytest.fail(f"started a process: {a}"))
+        assert pool._rss_mb(started.pid) is None
+        assert (pool._rss_mb(os.getpid()) or 0) > 1  # a live process: read from /proc
+    finally:
+        started.wait()
