@@ -16,6 +16,15 @@ machine a baseline timed minutes apart says little about the run it is compared 
 
 Goal (issue 24): <= 1.15 x the executorch target's time.
 
+Beside it, for scale, the toolchain's own cost of the same step (left out with
+`--no-toolchain`): a fresh interpreter runs `torch.export` and `run_decompositions()` on every class
+(the executorch target's front end), and another runs `torch.export`, then executorch's
+`_gen_edge_manager_for_partitioners` (the first half of `to_edge_transform_and_lower`, the
+edge program the partitioner reads) and the partitioner's `partition()`, importing the
+backend as a user's script does. Lowering (`preprocess`) is left out, as atenlint never
+runs it: the ratio is what the same question costs executorch itself, over its own
+executorch front end.
+
     python benchmarks/bench_delegates.py [--files 12] [--repeat 1] [--delegates xnnpack,vulkan] [--json]
 """
 
@@ -32,11 +41,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from bench_check import ATENLINT
-from bench_targets import generate_traced_workspace, timed
+from bench_targets import FRONT_END, generate_traced_workspace, timed
 from table import Row, format_table
 
 GOAL_RATIO = 1.15
 DELEGATES = ("xnnpack", "coreml", "vulkan")
+
+
+def measure_toolchain(files: int, delegates: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Per delegate: the toolchain's own delegate front end against its executorch front end,
+    each timed next to the other (see the module's docstring)."""
+    from atenlint.capture.delegate_view import PARTITIONERS  # the partitioner each target runs
+
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="atenlint-bench-toolchain-") as scratch:
+        root = os.path.join(scratch, "pkg")
+        os.makedirs(root)
+        generate_traced_workspace(root, files)
+        for delegate in delegates:
+            base = timed([sys.executable, "-c", FRONT_END, "export+decompose", root], env)
+            partition = "partition:" + ":".join(PARTITIONERS[delegate])
+            with_delegate = timed([sys.executable, "-c", FRONT_END, partition, root], env)
+            out[delegate] = {"export_decompose_s": base, "delegate_front_end_s": with_delegate}
+    return out
 
 
 def _check(root: str, targets: str) -> list[str]:
@@ -80,19 +108,38 @@ def _paired(root: str, targets: str, env: dict[str, str], base_first: bool) -> t
     return (first, second) if base_first else (second, first)
 
 
-def rows(quick: bool) -> list[Row]:
-    files = 4 if quick else 12
-    found = measure(files, 1, ("xnnpack",) if quick else DELEGATES)
+def _toolchain_rows(found: dict[str, dict[str, float]], files: int) -> list[Row]:
+    return [
+        Row(
+            f"executorch's own {delegate} front end beside torch.export + decompositions",
+            value["delegate_front_end_s"],
+            value["export_decompose_s"],
+            note=f"{files} classes; for scale, no goal: the same step in executorch itself",
+        )
+        for delegate, value in found.items()
+    ]
+
+
+def _delegate_rows(found: dict[str, dict[str, Any]], note: str = "") -> list[Row]:
     return [
         Row(
             f"executorch:{delegate} beside executorch" if delegate != "all" else "every delegate beside executorch",
             value["with_delegate_s"],
             value["executorch_s"],
             goal_ratio=GOAL_RATIO if delegate != "all" else None,  # the issue's goal is per delegate
-            note=f"{files} traced classes",
+            note=note,
         )
         for delegate, value in found.items()
     ]
+
+
+def rows(quick: bool) -> list[Row]:
+    files = 4 if quick else 12
+    delegates = ("xnnpack",) if quick else DELEGATES
+    found = measure(files, 1, delegates)
+    return _delegate_rows(found, f"{files} traced classes") + _toolchain_rows(
+        measure_toolchain(files, delegates), files
+    )
 
 
 def main() -> int:
@@ -100,21 +147,16 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--delegates", default=",".join(DELEGATES))
+    parser.add_argument("--no-toolchain", action="store_true", help="skip the toolchain's own timings")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    found = measure(args.files, args.repeat, tuple(d for d in args.delegates.split(",") if d))
+    delegates = tuple(d for d in args.delegates.split(",") if d)
+    found = measure(args.files, args.repeat, delegates)
+    toolchain = {} if args.no_toolchain else measure_toolchain(args.files, delegates)
     if args.json:
-        print(json.dumps(found, indent=2))
+        print(json.dumps({"atenlint": found, "toolchain": toolchain}, indent=2))
         return 0
-    table = [
-        Row(
-            f"executorch:{d} beside executorch" if d != "all" else "every delegate beside executorch",
-            v["with_delegate_s"],
-            v["executorch_s"],
-            goal_ratio=GOAL_RATIO if d != "all" else None,
-        )
-        for d, v in found.items()
-    ]
+    table = _delegate_rows(found) + _toolchain_rows(toolchain, args.files)
     print(format_table(table))
     return 0
 

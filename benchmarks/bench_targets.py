@@ -53,6 +53,12 @@ FRONT_END = textwrap.dedent(
         registry = _registration.ONNXRegistry.from_torchlib()
         onnx_table = _decomp.create_onnx_friendly_decomposition_table(
             set(_decomp.get_onnx_implemented_overloads(registry)))
+    if mode.startswith("partition:"):  # executorch's edge program for a partitioner (bench_delegates)
+        import importlib
+        from executorch.exir import EdgeCompileConfig
+        from executorch.exir.program._program import _gen_edge_manager_for_partitioners
+        _, partitioner_module, partitioner_name = mode.split(":")
+        partitioner_class = getattr(importlib.import_module(partitioner_module), partitioner_name)
     count = 0
     for root in roots:
         for path in sorted(os.path.join(root, f) for f in os.listdir(root) if f.endswith(".py")):
@@ -71,6 +77,14 @@ FRONT_END = textwrap.dedent(
                             torch.export.export(model, inputs)
                         elif mode == "export+onnx-decompose":
                             torch.export.export(model, inputs).run_decompositions(onnx_table)
+                        elif mode.startswith("partition:"):
+                            program, partitioner = torch.export.export(model, inputs), partitioner_class()
+                            try:  # a program the edge verifier rejects fails here, as in to_edge
+                                manager = _gen_edge_manager_for_partitioners(
+                                    {"forward": [partitioner]}, {"forward": program}, EdgeCompileConfig(), None, False)
+                            except Exception:
+                                continue
+                            partitioner.partition(manager.exported_program("forward"))
                         else:
                             torch.export.export(model, inputs).run_decompositions()
                     count += 1

@@ -5,6 +5,8 @@ those the real lowering, on real tensors, leaves outside its delegate calls."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import gc
 import importlib
 import inspect
@@ -545,3 +547,92 @@ def test_a_partitioners_caller_check_sees_the_same_frames_without_their_source_l
             assert module.inspect is not inspect
             assert call(check) is expected
         assert module.inspect is inspect
+
+
+class EdgePassCases(nn.Module):
+    """What to_edge's passes rewrite, inside the runs `_edge_passes_fused` joins and around
+    them: views and a transpose (made copies), an int tensor added to a float one
+    (RemoveMixedTypeOperators adds a cast, itself then rewritten by the passes after it), a
+    size read from a dynamic dimension (SymToTensorPass makes it a tensor, which is then
+    cast), a copy to a memory format (MemoryFormatOpsPass), and, `rejected`, an op to_edge's
+    verifier refuses."""
+
+    def __init__(self, rejected: bool) -> None:
+        super().__init__()
+        self.rejected = rejected
+
+    def forward(self, x: torch.Tensor, counts: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
+        square = x.t() @ x
+        flat = square.reshape(-1)[:4].unsqueeze(0)
+        mixed = counts + flat  # int64 + float32
+        scaled = torch.pow(mixed, 2) * x.shape[0]
+        last = image.to(memory_format=torch.channels_last).sum() + scaled.sum()
+        if self.rejected:
+            last = last + torch.special.ndtri(x.sigmoid()).sum()
+        return last
+
+
+def _edge_program_facts(program: Any) -> Any:
+    """What anything downstream reads of an edge program: its code, and each node's name,
+    target, arguments, fake value, user stack and debug handle; or the error it raised."""
+    if isinstance(program, Exception):
+        return type(program).__name__, str(program)
+    nodes = []
+    for module in program.graph_module.modules():
+        for node in getattr(module, "graph", torch.fx.Graph()).nodes:
+            value = node.meta.get("val")
+            fake = (
+                (tuple(value.shape), value.dtype, tuple(value.stride())) if isinstance(value, torch.Tensor) else value
+            )
+            nodes.append(
+                (node.name, node.op, str(node.target), str(node.args), str(node.kwargs), str(fake))
+                + tuple(str(node.meta.get(key)) for key in ("stack_trace", "nn_module_stack", "debug_handle"))
+            )
+    return program.graph_module.code, nodes, str(program.graph_signature), sorted(program.state_dict)
+
+
+@pytest.mark.parametrize("rejected", [False, True])
+def test_fused_edge_passes_build_the_program_executorch_builds(rejected: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_generate_edge_program` (to_edge's passes and verifier) on the same program, with its
+    passes as executorch runs them and with `_edge_passes_fused`: the same edge program,
+    node for node, or the same verifier error; in fewer retraces of the program."""
+    program_module = delegate_view._import_executorch("executorch.exir.program._program")
+    config = importlib.import_module("executorch.exir").EdgeCompileConfig()
+    side = torch.export.Dim("side", min=2, max=64)
+    inputs = (torch.randn(4, 4), torch.arange(4).reshape(1, 4), torch.randn(1, 3, 4, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(
+            EdgePassCases(rejected).eval(), inputs, dynamic_shapes=({0: side, 1: side}, None, None), strict=False
+        )
+        decomposed = exported.run_decompositions(delegate_view._edge_table())
+        export_pass = delegate_view._import_executorch("executorch.exir.pass_base")._ExportPassBase
+        retrace = export_pass.call
+        built = []
+        retraces: list[int] = []
+        for fused in (False, True):
+            program = copy.deepcopy(decomposed)
+            retraces.append(0)
+
+            def counted(self: Any, graph_module: Any, retrace: Any = retrace) -> Any:
+                retraces[-1] += 1
+                return retrace(self, graph_module)
+
+            monkeypatch.setattr(export_pass, "call", counted)
+            try:
+                with delegate_view._edge_passes_fused() if fused else contextlib.nullcontext():
+                    built.append(_edge_program_facts(program_module._generate_edge_program(config, program)))
+            except Exception as error:  # noqa: BLE001 - the verifier's refusal is compared too
+                built.append(_edge_program_facts(error))
+            monkeypatch.undo()
+    assert built[0] == built[1]
+    assert retraces[1] < retraces[0]
+    if rejected:
+        assert "special_ndtri" in built[0][1]
+    else:
+        nodes = built[0][1]
+        # RemoveMixedTypeOperators' casts (inside the fused run): of the int tensor, and of the
+        # dynamic size SymToTensorPass made a tensor of, each then a dim-order copy.
+        assert any(node[3].startswith("(counts,") and "torch.float32" in node[4] for node in nodes)
+        sizes = [node[0] for node in nodes if "scalar_tensor" in node[2]]
+        assert sizes and any(node[3].startswith(f"({sizes[0]},") and "torch.float32" in node[4] for node in nodes)

@@ -17,8 +17,10 @@ would give the same program: for a partitioner that keeps a fixed list of ops (X
 Vulkan), the plain `executorch` view's program when no kept op was reached while it was
 decomposed (`PlainDecomposition`), else the class's program decomposed in one trace with
 those ops kept (`_decomposed_for`); executorch's own call then finds nothing left to
-retrace. What every class asks of executorch the same way (the kept lists, to_edge's table,
-Vulkan's pattern graphs) is read once per process, before the worker forks (`preload`).
+retrace. to_edge's own passes run as executorch lists them, except that consecutive ones
+that each rewrite one call at a time share one retrace (`_edge_passes_fused`). What every
+class asks of executorch the same way (the kept lists, to_edge's table, Vulkan's pattern
+graphs) is read once per process, before the worker forks (`preload`).
 
 Reasons are what the partitioner itself logs while it decides: `WhyNoPartition` records
 (XNNPACK's configs: "invalid dtype", "mean.dim only supports keepdim=True") and the
@@ -203,7 +205,8 @@ def delegate_nodes(exported: Any, name: str, plain: PlainDecomposition | None = 
         _frames_without_source_lines(chosen),
     ):
         program = _decomposed_for(exported, name, chosen, plain) or _functional_copy(exported, chosen) or exported
-        manager = edge_for({"forward": [chosen]}, {"forward": program}, config, None, False)
+        with _edge_passes_fused():
+            manager = edge_for({"forward": [chosen]}, {"forward": program}, config, None, False)
         edge = manager.exported_program("forward")
         with _Reasons() as reasons, _pattern_graphs_built_once(name):
             chosen.partition(edge)
@@ -263,6 +266,149 @@ def _frames_without_source_lines(chosen: Any) -> Any:
     finally:
         for module in patched:
             module.inspect = inspect  # type: ignore[attr-defined]
+
+
+# -- to_edge's passes, consecutive retraces as one --------------------------------------------
+
+# What a pass class may define, besides its `call_operator`, to run inside a fused pass.
+_PLAIN_CLASS_ATTRIBUTES = frozenset(
+    {"__module__", "__doc__", "__qualname__", "__firstlineno__", "__static_attributes__", "__annotations__"}
+    | {"__dict__", "__weakref__", "__abstractmethods__", "_abc_impl", "__parameters__", "__orig_bases__"}
+)
+
+
+@contextlib.contextmanager
+def _edge_passes_fused() -> Any:
+    """While active, to_edge's passes (`_generate_edge_program`'s list, executorch's own
+    objects in executorch's order) run with each run of consecutive passes that only
+    rewrite one operator call at a time (`ExportPass` subclasses defining nothing but
+    `call_operator`) fused into one pass (`_fused_pass`): one retrace of the program, with
+    fake values for every node, instead of one per pass. In executorch 1.5 that is
+    NormalizeTransposePass with ReplaceBrokenOpsWithFunctionalOpsPass, and
+    RemoveMixedTypeOperators with OpReplacePass and MemoryFormatOpsPass: 8 retraces
+    become 5, about 30 % of `_generate_edge_program`'s time in a worker's child. Every other
+    pass runs as executorch runs it; the edge program is the one executorch's own loop
+    builds, node for node (tests/capture/test_delegate_view.py compares them)."""
+    try:
+        program = _import_executorch("executorch.exir.program._program")
+        base = _import_executorch("executorch.exir.pass_base").ExportPass
+        original = program.__dict__["_get_aten_to_edge_passes"]
+        op_replace, memory_format = program.__dict__["OpReplacePass"], program.__dict__["MemoryFormatOpsPass"]
+    except (ImportError, AttributeError, KeyError):  # another executorch: its passes as it runs them
+        yield
+        return
+    listed = getattr(inspect.unwrap(program._generate_edge_program), "__code__", None)
+    if listed is None or not {"_get_aten_to_edge_passes", "OpReplacePass", "MemoryFormatOpsPass"} <= set(
+        listed.co_names
+    ):  # a to_edge that lists its passes otherwise: run as it runs them
+        yield
+        return
+
+    def passes_fused(config: Any) -> tuple[list[Any], Any]:
+        before, after = original(config)
+        # `_generate_edge_program` appends these two after the list; they join it here.
+        tail = [op_replace()] + ([] if config._skip_dim_order else [memory_format()])
+        out: list[Any] = []
+        run: list[Any] = []  # consecutive passes that rewrite calls only: (as listed, the pass)
+        for step in [*before, *tail]:
+            if _rewrites_calls_only(_unwrapped(step), base):
+                run.append(step)
+                continue
+            out.extend(_fused_run(run))
+            out.append(step)
+        out.extend(_fused_run(run))
+        return out, after
+
+    program._get_aten_to_edge_passes = passes_fused
+    program.OpReplacePass = program.MemoryFormatOpsPass = _NoPass  # now in the list's last pass
+    try:
+        yield
+    finally:
+        program._get_aten_to_edge_passes = original
+        program.OpReplacePass, program.MemoryFormatOpsPass = op_replace, memory_format
+
+
+def _unwrapped(step: Any) -> Any:
+    """The pass a pass manager's wrapper (`pass_result_wrapper`) calls."""
+    while hasattr(step, "__wrapped__"):
+        step = step.__wrapped__
+    return step
+
+
+def _rewrites_calls_only(step: Any, base: type) -> bool:
+    """Whether the pass is an `ExportPass` whose classes define only `call_operator` (and
+    an `__init__` without arguments) and whose object holds nothing of its own."""
+    if not isinstance(step, base) or set(vars(step)) - _attributes_of(base):
+        return False
+    for cls in type(step).__mro__:
+        if cls is base:
+            return True
+        defined = set(vars(cls)) - _PLAIN_CLASS_ATTRIBUTES - {"call_operator"}
+        if defined - {"__init__"}:
+            return False
+        if "__init__" in defined and len(inspect.signature(vars(cls)["__init__"]).parameters) != 1:
+            return False
+    return False
+
+
+@functools.cache
+def _attributes_of(base: type) -> frozenset[str]:
+    """What an object of the pass class holds when made."""
+    return frozenset(vars(base()))
+
+
+def _fused_run(run: list[Any]) -> list[Any]:
+    """The run of passes as one pass (`_fused_pass`), or the one pass as listed; emptied."""
+    if len(run) < 2:
+        out = list(run)
+    else:
+        out = [_fused_pass(tuple(type(_unwrapped(step)) for step in run))()]
+    run.clear()
+    return out
+
+
+@functools.cache
+def _fused_pass(classes: tuple[type, ...]) -> type:
+    """One `ExportPass` whose `call_operator` is each class's in turn: a class deriving from
+    a stage per class (stage i derives from class i, in order), so class i's
+    `super().call_operator` is stage i+1's, and the last one's is ExportPass's, which adds
+    the node. What one pass hands the next is the call it would have added to its graph,
+    and the next pass's retrace would have given it that call, in that order. A pass that
+    adds calls of its own (`self.call_operator`, RemoveMixedTypeOperators' casts) gives
+    them to itself first, as in its own retrace: the stage running when it calls is where
+    the call enters."""
+    running: list[int] = []  # the stages whose call_operator is running, innermost last
+
+    def stage_call(index: int) -> Any:
+        def call_operator(self: Any, op: Any, args: Any, kwargs: Any, meta: Any) -> Any:
+            running.append(index)
+            try:
+                return super(stages[index], self).call_operator(op, args, kwargs, meta)
+            finally:
+                running.pop()
+
+        return call_operator
+
+    stages: list[Any] = [
+        type(f"_{cls.__name__}Stage", (cls,), {"call_operator": stage_call(index)}) for index, cls in enumerate(classes)
+    ]
+
+    def call_operator(self: Any, op: Any, args: Any, kwargs: Any, meta: Any) -> Any:
+        return stages[running[-1] if running else 0].call_operator(self, op, args, kwargs, meta)
+
+    name = "Fused" + "".join(cls.__name__ for cls in classes)
+    return type(name, tuple(stages), {"call_operator": call_operator})
+
+
+class _NoPass:
+    """A pass that leaves the graph as it is (its work is done in a fused pass). It takes
+    whatever the pass it stands for was made with, should a later executorch give it any."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __call__(self, graph_module: Any) -> Any:
+        return importlib.import_module("torch.fx.passes.infra.pass_base").PassResult(graph_module, False)
 
 
 # -- the backend's conversion of what the partitioner took ---------------------------------
