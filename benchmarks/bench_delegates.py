@@ -31,10 +31,12 @@ executorch front end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,6 +50,16 @@ GOAL_RATIO = 1.15
 DELEGATES = ("xnnpack", "coreml", "vulkan")
 
 
+@contextlib.contextmanager
+def _generated_package(files: int) -> Iterator[str]:
+    """bench_targets' generated package of `files` traced classes, in a scratch folder."""
+    with tempfile.TemporaryDirectory(prefix="atenlint-bench-delegates-") as scratch:
+        root = os.path.join(scratch, "pkg")
+        os.makedirs(root)
+        generate_traced_workspace(root, files)
+        yield root
+
+
 def measure_toolchain(files: int, delegates: tuple[str, ...]) -> dict[str, dict[str, float]]:
     """Per delegate: the toolchain's own delegate front end against its executorch front end,
     each timed next to the other (see the module's docstring)."""
@@ -55,10 +67,7 @@ def measure_toolchain(files: int, delegates: tuple[str, ...]) -> dict[str, dict[
 
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     out: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="atenlint-bench-toolchain-") as scratch:
-        root = os.path.join(scratch, "pkg")
-        os.makedirs(root)
-        generate_traced_workspace(root, files)
+    with _generated_package(files) as root:
         for delegate in delegates:
             base = timed([sys.executable, "-c", FRONT_END, "export+decompose", root], env)
             partition = "partition:" + ":".join(PARTITIONERS[delegate])
@@ -74,10 +83,7 @@ def _check(root: str, targets: str) -> list[str]:
 def measure(files: int, repeat: int, delegates: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     out: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="atenlint-bench-delegates-") as scratch:
-        root = os.path.join(scratch, "pkg")
-        os.makedirs(root)
-        generate_traced_workspace(root, files)
+    with _generated_package(files) as root:
         timed(_check(root, "executorch," + ",".join(f"executorch:{d}" for d in delegates)), env)  # caches
         runs = {delegate: f"executorch,executorch:{delegate}" for delegate in delegates}
         if len(delegates) > 1:

@@ -35,7 +35,6 @@ import linecache
 import os
 import re
 import sys
-import textwrap
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ import torch
 
 from ..ast_names import dotted_name
 from ..bounded_read import read_regular_file
-from ..python_parse import parse_module
+from ..python_parse import function_node, parse_module
 from .paths import is_library_file
 
 MAX_CANDIDATES = 6
@@ -198,13 +197,8 @@ def _parent_call(cls: type) -> tuple[type, list[ast.expr], list[ast.keyword]] | 
     if owner is None or owner in (object, torch.nn.Module):
         return None
     init = vars(owner)["__init__"]
-    try:
-        source = textwrap.dedent(inspect.getsource(init))
-        tree = parse_module(source)
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return None
-    function = tree.body[0] if tree.body else None
-    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    function = function_node(init)
+    if function is None:
         return None
     namespace = getattr(init, "__globals__", {})
     calls = sorted(

@@ -35,7 +35,6 @@ import inspect
 import itertools
 import linecache
 import math
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +42,7 @@ from typing import Any
 import torch
 
 from ..input_hints import annotation_kind, documented_shapes, suggest_inputs, unpacked_rank
-from ..python_parse import parse_module
+from ..python_parse import function_node
 from .trace import submodule_pre_hooks
 
 MAX_CANDIDATES = 8
@@ -129,12 +128,7 @@ def _forward_node(cls: type) -> ast.FunctionDef | None:
     forward = getattr(cls, "forward", None)
     if forward is None or forward is torch.nn.Module.forward:
         return None
-    try:
-        source = textwrap.dedent(inspect.getsource(forward))
-        tree = parse_module(source)
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return None
-    node = tree.body[0] if tree.body else None
+    node = function_node(forward)
     return node if isinstance(node, ast.FunctionDef) else None
 
 
