@@ -18,8 +18,8 @@ Also: the workspace scan of the 40-file package of `bench_check.py` (classes wit
 inputs, default target) against the raw capture of the same classes (`torch.jit.script`
 on meta, as `bench_check.py`'s baseline) split over both cores in two interpreters.
 Goal: <= 1.3 x. Beside it, the same halves through the default target's own front end
-(`FRONT_END`'s `dispatch`: each class's forward once through the dispatcher, on meta), which
-`jit.script` never runs and the `mps` target must.
+(`FRONT_END`'s `dispatch`: each class's forward through the dispatcher, on meta, in
+training and in eval mode, as the `mps` target records both), which `jit.script` never runs.
 
     python benchmarks/bench_targets.py [--files 40] [--repeat 1] [--json]
 """
@@ -79,11 +79,12 @@ FRONT_END = textwrap.dedent(
             spec.loader.exec_module(module)
             for _, cls in inspect.getmembers(module, inspect.isclass):
                 if issubclass(cls, torch.nn.Module) and cls.__module__ == name:
-                    if mode == "dispatch":  # built on meta, called once in training mode
+                    if mode == "dispatch":  # built on meta, called in training and in eval mode (both run on MPS)
                         with torch.device("meta"):
                             model = cls()
-                        with Recording():
-                            model(torch.empty(%s.shape, device="meta"))
+                        for training in (True, False):
+                            with Recording():
+                                model.train(training)(torch.empty(%s.shape, device="meta"))
                         count += 1
                         continue
                     model = cls().eval()
@@ -299,7 +300,7 @@ def rows(quick: bool) -> list[Row]:
         )
         out.append(
             Row(
-                "the same scan vs the default target's own front end (a dispatcher forward per class) on two cores",
+                "the same scan vs the default target's own front end (dispatcher forwards, training and eval) on two cores",
                 scan["atenlint_s"],
                 scan["dispatch_capture_two_cores_s"],
                 goal_ratio=1.3,
