@@ -283,6 +283,10 @@ async function startCodeServer(setup, extensions, port) {
         // the worker's sandbox refuses (tests/worker/test_sandbox.py covers that); here only trust
         // decides imports.
         ATENLINT_SANDBOX: 'off',
+        // The run's own cache (registries, results), emptied with the run's folder: a stored
+        // result would answer "Check Workspace" without importing the canary module, so a
+        // second run on the same build would fail the import checks.
+        ATENLINT_CACHE_DIR: path.join(work, 'atenlint-cache'),
     };
     const config = path.join(setup.dir, 'code-server.yaml');
     fs.writeFileSync(config, 'auth: none\ncert: false\n');
