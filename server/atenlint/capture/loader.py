@@ -22,7 +22,6 @@ from typing import Any
 
 import torch
 
-from .. import python_parse
 from .paths import is_library_file
 
 
@@ -442,27 +441,10 @@ def module_classes(module: Any, qualnames: list[str]) -> list[tuple[str, type]]:
         if getattr(cls, "forward", None) is getattr(torch.nn.Module, "forward", None):
             continue  # an abstract base: its subclasses are the models
         result.append((qualname, cls))
-    lines = _class_lines(module)
-    return sorted(result, key=lambda item: lines.get(item[1].__qualname__, 0))
+    from .constructor_args import source_order
 
-
-def _class_lines(module: Any) -> dict[str, int]:
-    """The line each class of `module`'s source starts at (its first decorator's), by
-    qualname, from one parse of the file: `inspect.getsourcelines` parses the whole file
-    again for every class (a file of 4,500 lines and 50 classes: seconds of its analysis)."""
-    try:
-        tree = python_parse.parse_module(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return {}
-    lines: dict[str, int] = {}
-    pending: list[tuple[str, ast.stmt]] = [("", node) for node in tree.body]
-    while pending:
-        prefix, node = pending.pop()
-        if isinstance(node, ast.ClassDef):
-            qualname = prefix + node.name
-            lines[qualname] = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            pending += [(qualname + ".", child) for child in node.body]
-    return lines
+    order = source_order(module)
+    return sorted(result, key=lambda item: order(item[1]))
 
 
 class BuildFailure(Exception):
@@ -892,8 +874,6 @@ def literal_meta_inputs(expression: str, namespace: dict[str, Any]) -> Any:
     `torch.randint(0, 1000, (1, 16))`, `dtype=torch.float16`) with literal sizes, or a tuple
     of such calls: each a `torch.empty` of the same shape and dtype on meta, as the factory
     would give it. None for anything else (evaluated as written)."""
-    import ast
-
     from ..python_parse import parse_expression
 
     try:
@@ -913,8 +893,6 @@ def literal_meta_inputs(expression: str, namespace: dict[str, Any]) -> Any:
 
 
 def _literal_factory_call(node: Any) -> torch.Tensor | None:
-    import ast
-
     if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -953,8 +931,6 @@ def _literal_factory_call(node: Any) -> torch.Tensor | None:
 
 
 def _literal_int(node: Any) -> int | None:
-    import ast
-
     if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 0:
         return node.value
     return None
@@ -962,8 +938,6 @@ def _literal_int(node: Any) -> int | None:
 
 def _literal_shape(args: list[Any], sequence_only: bool = False) -> tuple[int, ...] | None:
     """The sizes given as `f(1, 3, 8)` or `f((1, 3, 8))` / `f([1, 3, 8])`, all literal ints."""
-    import ast
-
     if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
         args = args[0].elts
     elif sequence_only or not args:
@@ -973,8 +947,6 @@ def _literal_shape(args: list[Any], sequence_only: bool = False) -> tuple[int, .
 
 
 def _literal_dtype(node: Any) -> torch.dtype | None:
-    import ast
-
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
         found = getattr(torch, node.attr, None)
         if isinstance(found, torch.dtype):
