@@ -213,18 +213,27 @@ SOURCE = """
 VIEWS = ["dispatch", "jit", "onnx-jit", "export", "executorch-export", "script"]
 
 
-def _capture(tmp_path: Any, infer: bool = True) -> dict[str, Any]:
-    path = tmp_path / "inferred_case.py"
-    path.write_text(textwrap.dedent(SOURCE).lstrip())
-    request: dict[str, Any] = {
+def _file_request(
+    tmp_path: Any, module: str, source: str, classes: dict[str, Any], views: list[str], **more: Any
+) -> dict[str, Any]:
+    """An `analyse` request for `source`, written as `tmp_path/<module>.py`, on the CPU."""
+    path = tmp_path / f"{module}.py"
+    path.write_text(source)
+    return {
         "path": str(path),
-        "module": "inferred_case",
+        "module": module,
         "roots": [str(tmp_path)],
         "overlays": {},
-        "classes": {"Guessed": {}, "Unguessable": {}, "DataDependent": {}, "Configured": {"inputs": "torch.randn(3)"}},
+        "classes": classes,
         "devices": ["cpu"],
-        "views": VIEWS,
+        "views": views,
+        **more,
     }
+
+
+def _capture(tmp_path: Any, infer: bool = True) -> dict[str, Any]:
+    classes = {"Guessed": {}, "Unguessable": {}, "DataDependent": {}, "Configured": {"inputs": "torch.randn(3)"}}
+    request = _file_request(tmp_path, "inferred_case", textwrap.dedent(SOURCE).lstrip(), classes, VIEWS)
     if not infer:
         request["infer_inputs"] = False
     return {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
@@ -318,17 +327,13 @@ BUDGET_SOURCE = """
 
 
 def test_the_model_is_guessed_first_and_its_parts_only_when_they_cannot_be_scripted(tmp_path: Any) -> None:
-    path = tmp_path / "budget_case.py"
-    path.write_text(textwrap.dedent(BUDGET_SOURCE).lstrip())
-    request = {
-        "path": str(path),
-        "module": "budget_case",
-        "roots": [str(tmp_path)],
-        "overlays": {},
-        "classes": {"Part": {}, "Unscriptable": {}, "Model": {}},
-        "devices": ["cpu"],
-        "views": ["dispatch", "export"],
-    }
+    request = _file_request(
+        tmp_path,
+        "budget_case",
+        textwrap.dedent(BUDGET_SOURCE).lstrip(),
+        {"Part": {}, "Unscriptable": {}, "Model": {}},
+        ["dispatch", "export"],
+    )
     answer = file_capture.capture_file(request)
     by_name = {c["qualname"]: c for c in answer["classes"]}
     assert [c["qualname"] for c in answer["classes"]] == ["Part", "Unscriptable", "Model"]  # source order
@@ -350,17 +355,7 @@ def test_a_file_traces_a_bounded_number_of_classes_with_guesses(tmp_path: Any) -
         f"        self.proj = nn.Linear({i + 2}, 4)\n\n    def forward(self, x):\n        return self.proj(x)\n"
         for i in range(count)
     )
-    path = tmp_path / "many_case.py"
-    path.write_text(source)
-    request = {
-        "path": str(path),
-        "module": "many_case",
-        "roots": [str(tmp_path)],
-        "overlays": {},
-        "classes": {f"Layer{i}": {} for i in range(count)},
-        "devices": ["cpu"],
-        "views": ["dispatch"],
-    }
+    request = _file_request(tmp_path, "many_case", source, {f"Layer{i}": {} for i in range(count)}, ["dispatch"])
     classes = file_capture.capture_file(request)["classes"]
     guessed = [c["qualname"] for c in classes if "inputs_inferred" in c]
     # The last defined first, the same ones every run.
@@ -393,17 +388,9 @@ def test_every_class_torchscript_refuses_is_traced_whatever_the_budget(tmp_path:
         f"    def forward(self, x):\n        return (lambda y: self.proj(y))(x)\n"
         for i in range(count)
     )
-    path = tmp_path / "unscriptable_case.py"
-    path.write_text(source)
-    request = {
-        "path": str(path),
-        "module": "unscriptable_case",
-        "roots": [str(tmp_path)],
-        "overlays": {},
-        "classes": {f"Layer{i}": {} for i in range(count)},
-        "devices": ["cpu"],
-        "views": ["dispatch", "export", "script"],
-    }
+    request = _file_request(
+        tmp_path, "unscriptable_case", source, {f"Layer{i}": {} for i in range(count)}, ["dispatch", "export", "script"]
+    )
     classes = file_capture.capture_file(request)["classes"]
     assert [c["qualname"] for c in classes] == [f"Layer{i}" for i in range(count)]
     for layer in classes:
@@ -460,18 +447,14 @@ def test_a_trace_past_the_budget_covers_the_parts_it_runs(tmp_path: Any) -> None
     TorchScript refuses it: traced with its own guess, and that run covers Part as a budgeted
     one would: Part (refused too) is traced with the arguments Model's run handed it, not with
     a guess of its own (which would be `(torch.randn(2, 16, 12),)`)."""
-    path = tmp_path / "past_budget_case.py"
-    path.write_text(textwrap.dedent(PAST_BUDGET_SOURCE).lstrip())
-    request = {
-        "path": str(path),
-        "module": "past_budget_case",
-        "roots": [str(tmp_path)],
-        "overlays": {},
-        "classes": {"Part": {}, "Model": {}, "Big": {}},
-        "devices": ["cpu"],
-        "views": ["dispatch", "export"],
-        "infer_inputs": 1,
-    }
+    request = _file_request(
+        tmp_path,
+        "past_budget_case",
+        textwrap.dedent(PAST_BUDGET_SOURCE).lstrip(),
+        {"Part": {}, "Model": {}, "Big": {}},
+        ["dispatch", "export"],
+        infer_inputs=1,
+    )
     by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
     assert by_name["Big"]["capture"] == "trace" and by_name["Big"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
     assert by_name["Model"]["capture"] == "trace" and by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
@@ -514,17 +497,13 @@ def test_a_part_no_guess_builds_is_traced_as_the_enclosing_model_built_and_calle
     """Mixer cannot be built alone; Model's inferred run builds one and hands it a tensor
     and a keyword: the part is traced on that instance with those arguments (written as
     positional ones), and the answer says where the instance came from."""
-    path = tmp_path / "enclosed_case.py"
-    path.write_text(textwrap.dedent(ENCLOSED_SOURCE).lstrip())
-    request = {
-        "path": str(path),
-        "module": "enclosed_case",
-        "roots": [str(tmp_path)],
-        "overlays": {},
-        "classes": {"Mixer": {}, "Model": {}},
-        "devices": ["cpu"],
-        "views": ["dispatch", "export"],
-    }
+    request = _file_request(
+        tmp_path,
+        "enclosed_case",
+        textwrap.dedent(ENCLOSED_SOURCE).lstrip(),
+        {"Mixer": {}, "Model": {}},
+        ["dispatch", "export"],
+    )
     by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
     assert by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
     mixer = by_name["Mixer"]
@@ -633,18 +612,11 @@ def test_the_widest_class_is_guessed_first_wherever_it_is_defined(tmp_path: Any)
         f"        self.parts = nn.ModuleList([{', '.join(f'Part{i}()' for i in range(count))}])\n\n"
         "    def forward(self, x):\n        for part in self.parts:\n            x = part(x)\n        return x\n"
     )
-    path = tmp_path / "widest_case.py"
     # Model is defined first; its parts are resolved when it is built, after the import.
-    path.write_text("import torch.nn as nn\n" + model + parts)
-    request = {
-        "path": str(path),
-        "module": "widest_case",
-        "roots": [str(tmp_path)],
-        "overlays": {},
-        "classes": {"Model": {}, **{f"Part{i}": {} for i in range(count)}},
-        "devices": ["cpu"],
-        "views": ["dispatch", "export"],
-    }
+    classes = {"Model": {}, **{f"Part{i}": {} for i in range(count)}}
+    request = _file_request(
+        tmp_path, "widest_case", "import torch.nn as nn\n" + model + parts, classes, ["dispatch", "export"]
+    )
     by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
     assert by_name["Model"]["capture"] == "trace" and by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
     # Every part ran inside Model's trace and TorchScript compiles it: scripted, no guess spent.
@@ -689,17 +661,13 @@ def test_a_part_the_model_holds_but_never_calls_is_not_covered_by_its_trace(tmp_
     """Issue 20: Model's inferred trace never reaches Spare's forward, so it judged nothing
     of Spare. Spare goes its own way (here: a guess of its own, traced), and Model's answer
     lists only the part its trace ran; Used, which it ran, stays scripted."""
-    path = tmp_path / "uncalled_case.py"
-    path.write_text(textwrap.dedent(UNCALLED_SOURCE).lstrip())
-    request = {
-        "path": str(path),
-        "module": "uncalled_case",
-        "roots": [str(tmp_path)],
-        "overlays": {},
-        "classes": {"Used": {}, "Spare": {}, "Model": {}},
-        "devices": ["cpu"],
-        "views": ["dispatch", "script"],
-    }
+    request = _file_request(
+        tmp_path,
+        "uncalled_case",
+        textwrap.dedent(UNCALLED_SOURCE).lstrip(),
+        {"Used": {}, "Spare": {}, "Model": {}},
+        ["dispatch", "script"],
+    )
     by_name = {c["qualname"]: c for c in file_capture.capture_file(request)["classes"]}
     assert by_name["Model"]["inputs_inferred"] == "(torch.randn(2, 16, 8),)"
     assert "uncalled_case.Used" in by_name["Model"]["submodules"]
