@@ -301,3 +301,71 @@ def test_an_object_the_walk_cannot_serve_loses_nothing_for_later_files(fresh_loo
     with pytest.raises(torchcompat.Unavailable):
         torchcompat.script_module_object(object())
     assert torchcompat.degradations() == []
+
+
+_DEFERRED_DYNAMO = """
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from atenlint import torchcompat
+
+assert torchcompat.defer_dynamo_import() > 0
+assert torchcompat.defer_dynamo_import() == 0  # once
+
+
+class Seen(TorchDispatchMode):  # made after the deferral: its wrapper is deferred too
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def dispatch_wrapper_target():
+    wrapper = Seen.__dict__["__torch_dispatch__"]
+    return dict(zip(wrapper.__code__.co_freevars, wrapper.__closure__))["fn"].cell_contents
+
+
+with Seen() as seen:  # a dispatch mode and a Python reference's type promotion, on meta
+    out = F.interpolate(torch.empty(1, 3, 8, 8, device="meta"), scale_factor=2.0, mode="bilinear")
+assert out.shape == (1, 3, 16, 16) and any("upsample_bilinear2d" in op for op in seen.ops), seen.ops
+assert "torch._dynamo" not in sys.modules, "a forward on meta imported torch._dynamo"
+
+import torch._dynamo  # noqa: E402 - from here on, torch's own wrappers
+
+with Seen() as seen:
+    F.interpolate(torch.randn(1, 1, 4, 4), scale_factor=2.0, mode="bilinear")
+disabled = getattr(dispatch_wrapper_target(), "__dynamo_disable")
+assert not isinstance(disabled, torchcompat._UntilDynamoLoads), disabled  # Dynamo's disabled function now
+compiled = torch.compile(lambda t: F.interpolate(t, scale_factor=2.0, mode="bilinear") * 2, backend="eager")
+x = torch.randn(1, 3, 8, 8)
+assert torch.equal(compiled(x), F.interpolate(x, scale_factor=2.0, mode="bilinear") * 2)
+print("ok")
+"""
+
+
+def test_dynamo_is_imported_only_by_what_uses_it_and_then_is_torchs_own():
+    """The worker defers torch._dynamo's import (`defer_dynamo_import`): a dispatch mode and
+    torch's Python references run on meta tensors without it; once anything imports it,
+    torch's wrappers disable Dynamo as they always did and torch.compile works."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _DEFERRED_DYNAMO], check=False, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_dynamo_already_imported_is_left_as_it_is():
+    import subprocess
+    import sys
+
+    script = "import torch, torch._dynamo\nfrom atenlint import torchcompat\nprint(torchcompat.defer_dynamo_import())"
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "0", done.stderr[-3000:]

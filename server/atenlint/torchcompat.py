@@ -23,6 +23,7 @@ import contextlib
 import importlib
 import logging
 import re
+import sys
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -1131,6 +1132,94 @@ def dynamo_config() -> Any | None:
     """Dynamo's config module (what decides whether `.item()` or `print` breaks the graph),
     or None when this torch has none."""
     return _optional(DYNAMO, "torch._dynamo.config")
+
+
+# -- torch._dynamo, imported when something uses it --------------------------------------------
+
+# torch wraps its Python dispatch modes' `__torch_dispatch__`, its Python references'
+# type-promotion wrappers and more in `torch._disable_dynamo`, whose wrapper imports
+# torch._dynamo on its first call (about as long as importing torch itself) only to tell
+# Dynamo not to trace the function. A process that has not imported Dynamo has nothing to
+# tell: no frame evaluation hook can be set without it, and the function runs as called.
+# `defer_dynamo_import` makes each such wrapper call its function directly until
+# torch._dynamo is imported (by anything: the user's file, an export view, fake tensors),
+# and from then on be torch's own again. What the dispatcher and the meta kernels do is
+# not changed: only when Dynamo's import is paid for.
+
+
+class _UntilDynamoLoads:
+    """What a `torch._disable_dynamo` wrapper finds as its function's `__dynamo_disable`
+    (the wrapper's cache of Dynamo's disabled function): the function itself while
+    torch._dynamo is not imported; once it is, it removes itself and calls torch's wrapper,
+    which makes and caches Dynamo's disabled function as it always did."""
+
+    __slots__ = ("function", "wrapper")
+
+    def __init__(self, wrapper: Callable[..., Any], function: Callable[..., Any]):
+        self.wrapper = wrapper
+        self.function = function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "torch._dynamo" in sys.modules:
+            with contextlib.suppress(AttributeError):
+                delattr(self.function, _DYNAMO_DISABLE)
+            return self.wrapper(*args, **kwargs)
+        return self.function(*args, **kwargs)
+
+
+_DYNAMO_DISABLE = "__dynamo_disable"  # the attribute torch._compile's wrapper caches its disabled function in
+
+
+def _defer_wrapper(wrapper: Any, code: Any) -> bool:
+    """Give one `torch._disable_dynamo` wrapper (a closure of `code` over `fn`) the deferral."""
+    if getattr(wrapper, "__code__", None) is not code or not wrapper.__closure__:
+        return False
+    cells = dict(zip(code.co_freevars, wrapper.__closure__))
+    try:
+        function = cells["fn"].cell_contents
+    except (KeyError, ValueError):  # another torch's wrapper, or an empty cell
+        return False
+    if getattr(function, _DYNAMO_DISABLE, None) is not None:  # Dynamo already made it
+        return False
+    try:
+        setattr(function, _DYNAMO_DISABLE, _UntilDynamoLoads(wrapper, function))
+    except (AttributeError, TypeError):  # a builtin: it keeps importing Dynamo when called
+        return False
+    return True
+
+
+def defer_dynamo_import() -> int:
+    """In the worker, before it imports anything but torch: every `torch._disable_dynamo`
+    wrapper torch has made so far, and every one made from now on, calls its function
+    directly until torch._dynamo is imported. Returns how many existing wrappers were
+    deferred; 0 (nothing changed, Dynamo imported on first use as before) when torch's
+    wrapper is not the one this was written for, or Dynamo is already imported."""
+    import gc
+
+    compile_module = sys.modules.get("torch._compile")
+    original = getattr(compile_module, "_disable_dynamo", None)
+    if original is None or "torch._dynamo" in sys.modules or getattr(original, "_atenlint_deferring", False):
+        return 0
+    try:
+        code = original(lambda: None).__code__
+    except Exception:  # noqa: BLE001 - another torch's API: leave it as it is
+        return 0
+    if "fn" not in code.co_freevars:
+        return 0
+    deferred = sum(_defer_wrapper(obj, code) for obj in gc.get_objects() if type(obj) is type(original))
+
+    def _disable_dynamo(fn: Any = None, recursive: bool = True) -> Any:
+        made = original(fn, recursive)
+        if fn is not None:
+            _defer_wrapper(made, code)
+        return made
+
+    _disable_dynamo._atenlint_deferring = True  # type: ignore[attr-defined]  # marks the replacement
+    # Both spellings torch decorates with: `@torch._disable_dynamo` and, inside
+    # torch._compile, the decorator form's `functools.partial(_disable_dynamo, ...)`.
+    compile_module._disable_dynamo = _disable_dynamo  # type: ignore[union-attr]
+    torch._disable_dynamo = _disable_dynamo  # type: ignore[attr-defined]
+    return deferred
 
 
 # -- Inductor (the compile target's fallbacks) ------------------------------------------------

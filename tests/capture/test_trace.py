@@ -210,3 +210,78 @@ def test_a_factory_the_users_code_replaced_is_called_as_replaced(tmp_path, monke
     monkeypatch.setattr(torch, "randn", lambda *size, **options: torch.zeros(7, device="meta"))
     assert literal_meta_inputs("torch.randn(2, 3)", vars(module)) is None
     assert tuple(build_inputs("torch.randn(2, 3)", module).shape) == (7,)
+
+
+def _phase(module, inputs, fake, training=False):
+    from atenlint.capture.trace import _recorded_run
+
+    with torch.device("meta"):
+        instance = module.Net()
+    run = _recorded_run(instance, (build_inputs(inputs, module),), {}, training, fake=fake)
+    return run, [
+        (op.op, op.sites, op.dtypes_in, op.dtypes_out, op.max_dim, op.float64_origin, op.dispatch) for op in run.found
+    ]
+
+
+_MIXED = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.norm = nn.BatchNorm2d(8)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            y = self.drop(F.gelu(self.norm(self.conv(x))))
+            y = F.interpolate(y, scale_factor=2.0, mode="bilinear")
+            y = F.max_pool2d(y, 2) + torch.tensor(0.5, dtype=torch.float64).float()
+            if y.mean() > 0:  # a value read from a tensor: guessed, and marked
+                y = torch.special.ndtri(y.sigmoid())
+            return torch.heaviside(y, y).sum(dim=(2, 3))
+"""
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_a_forward_on_meta_tensors_records_what_fake_tensors_record(tmp_path, training):
+    """The dispatcher view runs forwards on meta tensors first (no fake-tensor bookkeeping,
+    no torch._dynamo): same kernels, so the same ops, sites, dtypes, call trees and guesses
+    as on fake tensors, in both modes."""
+    module = load(tmp_path, _MIXED)
+    meta_run, on_meta = _phase(module, "torch.randn(2, 3, 16, 16)", fake=False, training=training)
+    fake_run, on_fake = _phase(module, "torch.randn(2, 3, 16, 16)", fake=True, training=training)
+    assert meta_run.failure is None and fake_run.failure is None
+    assert on_meta == on_fake
+    assert meta_run.guessed and fake_run.guessed
+    assert "aten::special_ndtri" in {op[0] for op in on_meta}
+
+
+def test_a_forward_meta_tensors_cannot_run_is_recorded_whole_on_fake_tensors(tmp_path):
+    """A boolean mask (an output shape that depends on values) raises on meta tensors; the
+    phase is then recorded again, whole, on fake tensors: what the fake-only trace records."""
+    module = load(
+        tmp_path,
+        """
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                y = torch.special.ndtri(x.sigmoid())
+                return y[y > 0].sum() + torch.heaviside(x, x).sum()
+    """,
+    )
+    meta_run, _ = _phase(module, "torch.randn(4, 5)", fake=False)
+    assert meta_run.failure is not None  # why the fallback exists
+    from atenlint.capture.trace import _record_phase
+
+    with torch.device("meta"):
+        instance = module.Net()
+    run = _record_phase(instance, (build_inputs("torch.randn(4, 5)", module),), {}, False)
+    _, on_fake = _phase(module, "torch.randn(4, 5)", fake=True)
+    assert run.failure is None
+    assert [(op.op, op.sites, op.dispatch) for op in run.found] == [(o[0], o[1], o[6]) for o in on_fake]
+    assert {"aten::index.Tensor", "aten::heaviside"} <= {op.op for op in run.found}

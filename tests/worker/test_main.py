@@ -33,12 +33,18 @@ def test_a_request_warms_the_capture_paths_its_classes_take(classes, infer, path
     assert main._capture_paths({"classes": classes, "infer_inputs": infer}) == paths
 
 
-def test_only_traced_jit_views_do_without_torchs_other_front_ends():
-    assert not main._needs_front_ends(["onnx-jit", "jit"], (CAPTURE_TRACE,))
-    assert main._needs_front_ends(["onnx-jit"], (CAPTURE_TRACE, CAPTURE_SCRIPT))
-    assert main._needs_front_ends(["onnx-jit", "dispatch"], (CAPTURE_TRACE,))
-    assert main._needs_front_ends(["executorch-export"], (CAPTURE_TRACE,))
-    assert main._needs_front_ends([], (CAPTURE_SCRIPT,))  # the source pass
+def test_only_views_past_meta_tensors_load_torchs_other_front_ends():
+    """torch.export, fake tensors and Dynamo (seconds to import) wait for a view that runs
+    them; the dispatcher view and scripting run on meta tensors and need only torch's meta
+    kernels, torch.jit.trace of classes with inputs not even those."""
+    assert not main._needs_front_ends(["onnx-jit", "jit"])
+    assert not main._needs_front_ends(["onnx-jit", "dispatch"])
+    assert main._needs_front_ends(["onnx-jit", "executorch-export"])
+    assert main._needs_front_ends(["export"])
+    assert not main._needs_meta_kernels(["onnx-jit", "jit"], (CAPTURE_TRACE,))
+    assert main._needs_meta_kernels(["onnx-jit"], (CAPTURE_TRACE, CAPTURE_SCRIPT))
+    assert main._needs_meta_kernels(["onnx-jit", "dispatch"], (CAPTURE_TRACE,))
+    assert main._needs_meta_kernels([], (CAPTURE_SCRIPT,))  # the source pass
 
 
 def test_a_child_that_imported_only_symbolic_shapes_asks_its_zygote_for_those_alone():
@@ -76,8 +82,12 @@ _ZYGOTE = textwrap.dedent(
     seen["symbolic_shapes"] = ["sympy" in sys.modules, "torch._dynamo" in sys.modules]
     seen["warmed"] = sorted(map(list, main._Options.warmed))
     main._warm_for(["onnx-jit"], ("trace", "script"))
-    seen["scripted"] = "torch._dynamo" in sys.modules
+    seen["scripted"] = ["sympy" in sys.modules, "torch._dynamo" in sys.modules]
+    main._warm_for(["dispatch"], ("trace", "script"))
+    seen["dispatch"] = "torch._dynamo" in sys.modules
     seen["views"] = sorted(main._warmed_views())
+    main._warm_for(["executorch-export"], ("trace",))
+    seen["export"] = "torch._dynamo" in sys.modules
     print(json.dumps(seen))
     """
 )
@@ -87,7 +97,9 @@ def test_a_zygote_that_only_traces_with_torch_jit_never_imports_dynamo(tmp_path)
     """Started, and warmed for the TorchScript exporter's view on classes with inputs, the
     zygote has not imported torch._dynamo (about a second of every worker start on 2
     cores), nor sympy (its sample's inputs are literal factory calls, made without torch's
-    meta kernels); a class without inputs (scripting) makes it load the front ends, once."""
+    meta kernels); a class without inputs (scripting) makes it load torch's meta kernels
+    and their symbolic shapes, and the dispatcher view needs no more: only a view that runs
+    torch.export loads Dynamo."""
     env = dict(os.environ, PYTHONPATH=SERVER, TMPDIR=str(tmp_path))  # as the pool starts a worker
     done = subprocess.run(
         [sys.executable, "-c", _ZYGOTE, str(tmp_path)], env=env, capture_output=True, text=True, timeout=600, check=True
@@ -97,8 +109,10 @@ def test_a_zygote_that_only_traces_with_torch_jit_never_imports_dynamo(tmp_path)
     assert seen["frozen"]  # torch's and atenlint's import-time objects: no collection walks them again
     assert seen["symbolic_shapes"] == [True, False]
     assert seen["warmed"] == [["onnx-jit", CAPTURE_TRACE]]
-    assert seen["scripted"] is True
-    assert seen["views"] == ["onnx-jit"]
+    assert seen["scripted"] == [True, False]
+    assert seen["dispatch"] is False
+    assert seen["views"] == ["dispatch", "onnx-jit"]
+    assert seen["export"] is True
 
 
 _DELEGATE_ZYGOTE = textwrap.dedent(
@@ -137,10 +151,11 @@ def test_a_delegate_view_warmed_while_a_request_waits_is_imported_for_every_chil
 
 def test_a_request_that_names_no_view_gets_the_front_ends_the_dispatcher_view_needs(monkeypatch):
     loaded = []
-    monkeypatch.setattr(main, "_preload_front_ends", lambda: loaded.append(True))
+    monkeypatch.setattr(main, "_preload_front_ends", lambda: loaded.append("all"))
+    monkeypatch.setattr(main, "_preload_meta_front_ends", lambda: loaded.append("meta kernels"))
     monkeypatch.setattr(main, "_warm_analysis", lambda *args: None)
     main._warm_for([], (CAPTURE_TRACE,))
-    assert loaded == [True]
+    assert loaded == ["meta kernels"]
 
 
 def test_the_dispatcher_view_is_warmed_by_the_front_ends_alone(monkeypatch):
@@ -151,6 +166,7 @@ def test_the_dispatcher_view_is_warmed_by_the_front_ends_alone(monkeypatch):
     monkeypatch.setattr(main._Options, "warmed", set())
     monkeypatch.setattr(main._Options, "pending_warm", [])
     monkeypatch.setattr(main, "_preload_front_ends", lambda: loaded.append(True))
+    monkeypatch.setattr(main, "_preload_meta_front_ends", lambda: loaded.append(True))
     monkeypatch.setattr(
         main, "_warm_analysis", lambda views, paths, idle, request_waiting=None: analysed.append((views, paths))
     )

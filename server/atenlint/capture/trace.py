@@ -347,7 +347,24 @@ def trace_ops(
 def _record_phase(
     instance: torch.nn.Module, arguments: tuple[Any, ...], keywords: dict[str, Any], training: bool
 ) -> PhaseRun:
-    """One forward in `training` mode under the recorder; never raises (the failure is kept)."""
+    """One forward in `training` mode under the recorder; never raises (the failure is kept).
+
+    On meta tensors first: the dispatcher runs the same kernels on meta as fake tensors
+    (which are meta tensors underneath) and the recorder sees the same ops, without fake
+    tensors' per-op bookkeeping or their import of torch._dynamo. What meta tensors cannot
+    run (an op whose output shape depends on values, `nonzero` or a boolean mask; a CPU
+    tensor made in forward mixed with the weights; an op with only a fake kernel) raises,
+    and that forward is recorded again, whole, on fake tensors: the phase is then exactly
+    what a fake-tensor trace alone records."""
+    run = _recorded_run(instance, arguments, keywords, training, fake=False)
+    if run.failure is None:
+        return run
+    return _recorded_run(instance, arguments, keywords, training, fake=True)
+
+
+def _recorded_run(
+    instance: torch.nn.Module, arguments: tuple[Any, ...], keywords: dict[str, Any], training: bool, fake: bool
+) -> PhaseRun:
     instance.train(training)
     recorder = _TraceRecorder(_run.__code__, training)
     failure: TraceFailure | None = None
@@ -356,7 +373,7 @@ def _record_phase(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _run(instance, arguments, recorder, keywords)
+                _run(instance, arguments, recorder, keywords, fake)
         except Exception as error:  # noqa: BLE001 - the user's forward failed on these inputs
             failure = TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error))
             ours = _raised_by_recorder(error)
@@ -453,11 +470,17 @@ def runs_on_fake(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
     return True
 
 
-def _run(instance: Any, arguments: Any, recorder: Any, keywords: Any = None) -> None:
+def _run(instance: Any, arguments: Any, recorder: Any, keywords: Any = None, fake: bool = True) -> None:
     # Weights and inputs live on meta; so must tensors forward makes without a device
     # (`torch.arange(n)`), or every mix with them fails. Meta is also what keeps CPU/CUDA-
     # only fast paths (MultiheadAttention's) off, as on the targets' devices.
-    with torch.device("meta"), _ConstantWatcher(recorder), _fake_mode(), recorder, torch.no_grad():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.device("meta"))
+        stack.enter_context(_ConstantWatcher(recorder))
+        if fake:
+            stack.enter_context(_fake_mode())
+        stack.enter_context(recorder)
+        stack.enter_context(torch.no_grad())
         instance(*arguments, **(keywords or {}))
 
 

@@ -78,10 +78,10 @@ def _hello() -> Hello:
     import torch
 
     from atenlint import torchcompat
-    from atenlint.capture import file_capture  # noqa: F401 - warm the capture code too
+
+    _preload()  # the capture code too
     from atenlint.capture.loader import protect_loaded_modules
 
-    _preload()
     protect_loaded_modules()  # from now on a workspace file never stands in for these
 
     torchgen = importlib.util.find_spec("torchgen")
@@ -122,7 +122,13 @@ def _preload() -> None:
     import importlib
     import pkgutil
 
-    from atenlint import capture, torchcompat
+    from atenlint import torchcompat
+
+    # Before the capture modules and torch's lazily imported ones: torch's dynamo-disabling
+    # wrappers then import torch._dynamo only for the views that run it, never for the
+    # dispatcher's forwards or scripting's decompositions on meta tensors.
+    torchcompat.defer_dynamo_import()
+    from atenlint import capture
 
     for found in pkgutil.iter_modules(capture.__path__):
         importlib.import_module(f"atenlint.capture.{found.name}")
@@ -143,22 +149,42 @@ def _preload() -> None:
 
 
 def _preload_front_ends() -> None:
-    """Import torch's front ends that capture modules load lazily (torch._dynamo above all,
-    which torch's meta kernels and dispatch modes import on first use: as long as importing
-    torch itself on 2 loaded cores) and run their first calls, once, before the first child
-    that may need them is forked."""
+    """Import torch's front ends that capture modules load lazily (torch._dynamo above all:
+    as long as importing torch itself on 2 loaded cores) and run their first calls, once,
+    before the first child that may need them is forked."""
     if _Options.front_ends_loaded:
         return
     _Options.front_ends_loaded = True
     _Options.front_ends_wanted = False
     from atenlint import torchcompat
+
+    _import_front_ends(torchcompat.LAZY_FRONT_ENDS)
+    # After Dynamo: the first calls of torch's dynamo-disabling wrappers here make what
+    # every child would otherwise make again (torchcompat.defer_dynamo_import).
+    _warm_meta_kernels()
+
+
+def _preload_meta_front_ends() -> None:
+    """What the dispatcher view and the scripted path need before a child: torch's Python
+    meta kernels' first calls and the symbolic shapes their `torch._check` imports (with
+    sympy), once. Not torch._dynamo: on meta tensors nothing runs it (a child whose
+    forward does, through fake tensors, says so and the zygote loads the rest then)."""
+    if _Options.meta_front_ends_loaded:
+        return
+    _Options.meta_front_ends_loaded = True
+    from atenlint import torchcompat
+
+    _import_front_ends((torchcompat.SYMBOLIC_SHAPES_FRONT_END,))
+    _warm_meta_kernels()
+
+
+def _warm_meta_kernels() -> None:
     from atenlint.capture.decompose import warm_up
 
     from .sandbox import SANDBOX
 
-    with SANDBOX.permitted():  # torch's own calls, as the imports below
+    with SANDBOX.permitted():  # torch's own calls, as the imports
         warm_up()
-    _import_front_ends(torchcompat.LAZY_FRONT_ENDS)
 
 
 def _import_front_ends(names: Sequence[str]) -> None:
@@ -181,11 +207,18 @@ def _import_front_ends(names: Sequence[str]) -> None:
     protect_loaded_modules()
 
 
-def _needs_front_ends(views: Sequence[str], paths: Sequence[str]) -> bool:
-    """Whether a request may use torch's lazily imported front ends: any view but the jit
-    ones (fake tensors, torch.export, the dispatcher's call trees) and any class without
-    example inputs (scripting, input inference and the source pass decompose calls on
-    meta). Only torch.jit.trace of classes with inputs does without."""
+def _needs_front_ends(views: Sequence[str]) -> bool:
+    """Whether a request may use torch's lazily imported front ends (fake tensors,
+    torch.export, Dynamo): any view but the jit ones and the dispatcher's. The dispatcher
+    view records forwards on meta tensors, and scripting, input inference and the source
+    pass decompose calls on meta: they need only torch's meta kernels
+    (`_preload_meta_front_ends`)."""
+    return any(view not in JIT_VIEWS and view != FAST_VIEW for view in views)
+
+
+def _needs_meta_kernels(views: Sequence[str], paths: Sequence[str]) -> bool:
+    """Whether a request runs torch's Python meta kernels: any view but the jit ones, and
+    any class without example inputs. Only torch.jit.trace of classes with inputs does without."""
     return CAPTURE_SCRIPT in paths or any(view not in JIT_VIEWS for view in views)
 
 
@@ -279,8 +312,11 @@ def _warm_for(
     sample's analysis stops at the next point between two front-end calls once it says a
     request has come (graphs.GivingWay is raised): those views stay to warm, later."""
     # A request that names no view gets the dispatcher's (file_capture's default).
-    if _Options.front_ends_wanted or _needs_front_ends(views or (FAST_VIEW,), paths):
+    views_asked = views or (FAST_VIEW,)
+    if _Options.front_ends_wanted or _needs_front_ends(views_asked):
         _preload_front_ends()
+    elif _needs_meta_kernels(views_asked, paths):
+        _preload_meta_front_ends()
     elif _Options.symbolic_shapes_wanted:
         _preload_symbolic_shapes()
     missing = [(view, path) for view in dict.fromkeys(views) for path in paths if (view, path) not in _Options.warmed]
@@ -495,6 +531,7 @@ class _Options:
     # (view, capture path) pairs this zygote has analysed its own sample model for
     warmed: ClassVar[set[tuple[str, str]]] = set()
     front_ends_loaded = False  # `_preload_front_ends` ran: every later child inherits them
+    meta_front_ends_loaded = False  # `_preload_meta_front_ends` ran
     front_ends_wanted = False  # a child imported them itself: load them before the next one
     symbolic_shapes_wanted = False  # a child imported only torch's symbolic shapes: those before the next one
     pending_warm: ClassVar[list[str]] = []  # the views to warm while no request waits, in order
