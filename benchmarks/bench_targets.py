@@ -228,11 +228,14 @@ def measure_scan(root: str, files: int, repeat: int, env: dict) -> dict:
             os.link(os.path.join(root, name), os.path.join(half, name))
     command = ATENLINT + ["check", *[os.path.join(root, n) for n in names], "--format", "json", "--jobs", "2"]
     timed(command, env)
-    raw = statistics.median(parallel([[sys.executable, "-c", BASELINE, h] for h in halves], env) for _ in range(repeat))
-    dispatch = statistics.median(
-        parallel([[sys.executable, "-c", FRONT_END, "dispatch", h] for h in halves], env) for _ in range(repeat)
-    )
-    ours = statistics.median(timed(command, env) for _ in range(repeat))
+    # Interleaved rounds (baseline, front end, atenlint), medians of each: a machine whose
+    # speed drifts during the run (other tenants, a thermal limit) weighs on all three alike.
+    times: dict[str, list[float]] = {"raw": [], "dispatch": [], "ours": []}
+    for _ in range(repeat):
+        times["raw"].append(parallel([[sys.executable, "-c", BASELINE, h] for h in halves], env))
+        times["dispatch"].append(parallel([[sys.executable, "-c", FRONT_END, "dispatch", h] for h in halves], env))
+        times["ours"].append(timed(command, env))
+    raw, dispatch, ours = (statistics.median(times[k]) for k in ("raw", "dispatch", "ours"))
     return {
         "files": files,
         "raw_capture_two_cores_s": raw,
