@@ -1174,7 +1174,7 @@ def _defer_wrapper(wrapper: Any, code: Any) -> bool:
     """Give one `torch._disable_dynamo` wrapper (a closure of `code` over `fn`) the deferral."""
     if getattr(wrapper, "__code__", None) is not code or not wrapper.__closure__:
         return False
-    cells = dict(zip(code.co_freevars, wrapper.__closure__))
+    cells = dict(zip(wrapper.__code__.co_freevars, wrapper.__closure__))
     try:
         function = cells["fn"].cell_contents
     except (KeyError, ValueError):  # another torch's wrapper, or an empty cell

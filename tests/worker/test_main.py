@@ -158,6 +158,22 @@ def test_a_request_that_names_no_view_gets_the_front_ends_the_dispatcher_view_ne
     assert loaded == ["meta kernels"]
 
 
+def test_an_idle_warm_up_of_the_dispatcher_view_loads_every_front_end(monkeypatch):
+    """The editor's idle warm-up loads Dynamo too: a forward meta tensors cannot run is
+    recorded on fake tensors, and that file's child must not import it on the way to its
+    squiggles. A request's own warm-up (the command line's) loads the meta kernels only."""
+    loaded: list[str] = []
+    monkeypatch.setattr(main._Options, "warmed", set())
+    monkeypatch.setattr(main._Options, "pending_warm", [])
+    monkeypatch.setattr(main._Options, "front_ends_wanted", False)
+    monkeypatch.setattr(main, "_preload_front_ends", lambda: loaded.append("all"))
+    monkeypatch.setattr(main, "_preload_meta_front_ends", lambda: loaded.append("meta kernels"))
+    monkeypatch.setattr(main, "_warm_analysis", lambda *args, **kwargs: None)
+    main._warm_for(["dispatch"], (CAPTURE_TRACE,))
+    main._warm_for(["dispatch"], (CAPTURE_SCRIPT,), idle=True)
+    assert loaded == ["meta kernels", "all"]
+
+
 def test_the_dispatcher_view_is_warmed_by_the_front_ends_alone(monkeypatch):
     """The sample's analysis, about a second, runs only for the toolchains' views: a child's
     first dispatcher-view capture costs no more than the next once the front ends are loaded."""

@@ -313,7 +313,14 @@ def _warm_for(
     request has come (graphs.GivingWay is raised): those views stay to warm, later."""
     # A request that names no view gets the dispatcher's (file_capture's default).
     views_asked = views or (FAST_VIEW,)
-    if _Options.front_ends_wanted or _needs_front_ends(views_asked):
+    # An idle warm-up (the editor's) loads them all even for the dispatcher view: a forward
+    # that meta tensors cannot run is recorded again on fake tensors, which would otherwise
+    # import Dynamo in that file's child, on the way to its squiggles.
+    if (
+        _Options.front_ends_wanted
+        or _needs_front_ends(views_asked)
+        or (idle and _needs_meta_kernels(views_asked, paths))
+    ):
         _preload_front_ends()
     elif _needs_meta_kernels(views_asked, paths):
         _preload_meta_front_ends()
@@ -346,12 +353,13 @@ def _warm_for(
         raise
 
 
-# The views for which the front ends (`_preload_front_ends`) are all a child needs warm: the
-# dispatcher view's first capture in a child costs what every later one does once they are
-# loaded (measured on the examples and bench_check's generated files, traced and scripted:
-# the same child CPU time per file, within 10 ms, with or without the sample's analysis,
-# which costs about a second). The toolchains' views keep the sample: a child's first
-# torch.jit.trace or torch.export costs about half a second more than the next.
+# The views for which the front ends (`_preload_meta_front_ends`) are all a child needs warm:
+# the dispatcher view's first capture in a child costs what every later one does once they
+# are loaded (measured on the examples and bench_check's generated files, traced and
+# scripted: the same child CPU time per file, within 10 ms, with or without the sample's
+# analysis; on meta tensors the sample's traced analysis costs 0.1 s and saves a child 3 to
+# 10 ms, no gain for a scan's 20 files a worker). The toolchains' views keep the sample: a
+# child's first torch.jit.trace or torch.export costs about half a second more than the next.
 _FRONT_ENDS_SUFFICE = frozenset({FAST_VIEW})
 
 
