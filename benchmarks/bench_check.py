@@ -75,7 +75,7 @@ INFERRED_CHECK = textwrap.dedent("""
     import torch
     from atenlint.capture.infer_inputs import candidates, evaluate
     from atenlint.capture.loader import build, import_file, user_import_context
-    from atenlint.capture.trace import recorded_check, runs_on_fake, trace_ops
+    from atenlint.capture.trace import recorded_check, forward_runs, trace_ops
     repeat = int(sys.argv[1])
     kept = []
     for spec in sys.argv[2:]:
@@ -92,11 +92,11 @@ INFERRED_CHECK = textwrap.dedent("""
                     continue
                 for candidate in tried:
                     inputs = evaluate(candidate.expression, "meta")
-                    if runs_on_fake(instance, inputs):
+                    if forward_runs(instance, inputs):
                         kept.append((instance, inputs))
                         break
     def before(instance, inputs):  # the check, then the dispatch trace's two phases
-        runs_on_fake(instance, inputs)
+        forward_runs(instance, inputs)
         trace_ops(instance, inputs)
     def now(instance, inputs):  # the check recorded as the eval phase, then the training phase
         trace_ops(instance, inputs, eval_run=recorded_check(instance, inputs))

@@ -12,7 +12,7 @@ import torch
 
 from atenlint.capture import file_capture
 from atenlint.capture.infer_inputs import MAX_CANDIDATES, candidates, evaluate
-from atenlint.capture.trace import runs_on_fake
+from atenlint.capture.trace import forward_runs
 from support import load_module
 
 
@@ -161,8 +161,8 @@ def test_a_fake_run_leaves_the_train_state_as_it_was() -> None:
     with torch.device("meta"):
         model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout())
     model.train()
-    assert runs_on_fake(model, evaluate("(torch.randn(2, 4),)", "meta"))
-    assert not runs_on_fake(model, evaluate("(torch.randn(2, 5),)", "meta"))
+    assert forward_runs(model, evaluate("(torch.randn(2, 4),)", "meta"))
+    assert not forward_runs(model, evaluate("(torch.randn(2, 5),)", "meta"))
     assert all(m.training for m in model.modules())
 
 
@@ -681,7 +681,7 @@ def test_a_part_the_model_holds_but_never_calls_is_not_covered_by_its_trace(tmp_
 def test_the_recorded_check_is_the_eval_phase_the_dispatch_trace_would_record() -> None:
     """Issue 22: inferred inputs' check, recorded, serves as the dispatch trace's eval phase:
     the same ops at the same sites, in the same order, with the same notes; inputs that do
-    not fit are refused as `runs_on_fake` refuses them, with the train state left as it was."""
+    not fit are refused as `forward_runs` refuses them, with the train state left as it was."""
     from atenlint.capture.trace import recorded_check, trace_ops
 
     with torch.device("meta"):
@@ -701,5 +701,5 @@ def test_the_recorded_check_is_the_eval_phase_the_dispatch_trace_would_record() 
     assert {op.training for op in once} == {True, False}
     model.train()
     assert recorded_check(model, evaluate("(torch.randn(2, 5),)", "meta")) is None
-    assert not runs_on_fake(model, evaluate("(torch.randn(2, 5),)", "meta"))
+    assert not forward_runs(model, evaluate("(torch.randn(2, 5),)", "meta"))
     assert all(m.training for m in model.modules())

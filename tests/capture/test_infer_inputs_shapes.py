@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from atenlint.capture.infer_inputs import candidates, evaluate
-from atenlint.capture.trace import runs_on_fake
+from atenlint.capture.trace import forward_runs
 from atenlint.input_hints import unpacked_rank
 from atenlint.python_parse import parse_module
 from support import load_module
@@ -21,7 +21,7 @@ def _first_running(module: Any, name: str) -> str | None:
     with torch.device("meta"):
         instance = cls()
     for candidate in candidates(cls, instance, module):
-        if runs_on_fake(instance, evaluate(candidate.expression, "meta")):
+        if forward_runs(instance, evaluate(candidate.expression, "meta")):
             return candidate.expression
     return None
 

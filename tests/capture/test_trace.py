@@ -217,7 +217,7 @@ def _phase(module, inputs, fake, training=False):
 
     with torch.device("meta"):
         instance = module.Net()
-    run = _recorded_run(instance, (build_inputs(inputs, module),), {}, training, fake=fake)
+    run, _ = _recorded_run(instance, (build_inputs(inputs, module),), {}, training, fake=fake)
     return run, [
         (op.op, op.sites, op.dtypes_in, op.dtypes_out, op.max_dim, op.float64_origin, op.dispatch) for op in run.found
     ]
@@ -285,3 +285,34 @@ def test_a_forward_meta_tensors_cannot_run_is_recorded_whole_on_fake_tensors(tmp
     assert run.failure is None
     assert [(op.op, op.sites, op.dispatch) for op in run.found] == [(o[0], o[1], o[6]) for o in on_fake]
     assert {"aten::index.Tensor", "aten::heaviside"} <= {op.op for op in run.found}
+
+
+def test_a_forward_that_fails_on_its_own_is_not_run_again_on_fake_tensors(tmp_path, monkeypatch):
+    """A shape that does not fit fails the same on fake tensors (the same meta kernels, the
+    same Python): the meta run's failure is the phase's, and no fake tensors are made (they
+    import torch._dynamo, seconds in a child that would otherwise never need it)."""
+    from atenlint.capture import trace as trace_module
+
+    module = load(
+        tmp_path,
+        """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(8, 4)
+
+            def forward(self, x):
+                return self.lin(x)
+    """,
+    )
+
+    def no_fake_tensors():
+        raise AssertionError("fake tensors made for a failure of the forward's own")
+
+    monkeypatch.setattr(trace_module, "_fake_mode", no_fake_tensors)
+    with torch.device("meta"):
+        instance = module.Net()
+    run = trace_module._record_phase(instance, (build_inputs("torch.randn(2, 5)", module),), {}, False)
+    assert run.failure is not None and "reduction dim" in run.failure.message

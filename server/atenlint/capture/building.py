@@ -190,6 +190,14 @@ def factory_function(
 # The build itself
 
 
+def meta_cannot_run(error: BaseException) -> bool:
+    """A failure of the meta device itself (`.item()`, numpy, a kernel without a meta
+    implementation, a CPU tensor mixed with meta ones), not of the arguments: the CPU may
+    build it, fake tensors may run it. Any other failure is the code's own and comes back
+    the same on fake tensors, which run the same meta kernels and the same Python."""
+    return isinstance(error, NotImplementedError) or "meta" in str(error).lower()
+
+
 def non_meta_tensors(instance: torch.nn.Module) -> list[str]:
     """Parameters, buffers and plain tensor attributes not on meta (`pixel_mean`)."""
     found = []

@@ -717,16 +717,16 @@ class _ClassCapture:
         return None
 
     def _check(self, instance: Any, inputs: tuple[Any, ...]) -> bool:
-        """Whether inferred inputs run `instance` (`runs_on_fake`). With the dispatch view
+        """Whether inferred inputs run `instance` (`forward_runs`). With the dispatch view
         asked for, the check is that trace's eval phase, recorded (`recorded_check`): kept
         with the inputs, it spares the dispatch trace a forward. Only until a check of the
         class fails: a recorded run costs two to four plain ones, and a class whose first
         guess fails tends to refuse several (in the test corpus, the first candidate ran for
         32 classes of 44; 68 of 112 checks failed, nearly all in the other 12)."""
-        from .trace import recorded_check, runs_on_fake
+        from .trace import forward_runs, recorded_check
 
         if DISPATCH_VIEW not in self.views or not self._record_checks:
-            return runs_on_fake(instance, inputs)
+            return forward_runs(instance, inputs)
         run = recorded_check(instance, inputs)
         if run is None:
             self._record_checks = False

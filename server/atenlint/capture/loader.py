@@ -720,7 +720,7 @@ def _build_inferred(
     """The first of the inferred constructor calls that builds an nn.Module, on meta (or, for
     a constructor meta cannot run, on the CPU under a small cap), in the candidates' order;
     BuildFailure "arguments" (as with no inference) when none does."""
-    from .building import BUILD_CPU, BUILD_META, memory_cap, missing_package
+    from .building import BUILD_CPU, BUILD_META, memory_cap, meta_cannot_run, missing_package
     from .constructor_args import candidates, evaluate_call
 
     global _last_build
@@ -738,7 +738,7 @@ def _build_inferred(
             package = missing_package(error)
             if package is not None:
                 raise _not_installed(error, package, signature) from None
-            if cpu_builds >= INFERRED_CPU_BUILDS or not _meta_cannot_run(error):
+            if cpu_builds >= INFERRED_CPU_BUILDS or not meta_cannot_run(error):
                 continue
             cpu_builds += 1
             try:
@@ -764,12 +764,6 @@ def _build_inferred(
         return instance
     tried_note = f" (none of {len(tried)} inferred argument sets built it)" if tried else ""
     raise BuildFailure(f"its constructor needs {', '.join(missing)}{tried_note}", missing, signature, kind="arguments")
-
-
-def _meta_cannot_run(error: BaseException) -> bool:
-    """A failure of the meta device itself (`.item()`, numpy, a kernel without a meta
-    implementation), not of the arguments: the CPU may build it."""
-    return isinstance(error, NotImplementedError) or "meta" in str(error).lower()
 
 
 class _Declined(Exception):

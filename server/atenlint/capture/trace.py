@@ -290,7 +290,7 @@ class PhaseRun:
     failure: TraceFailure | None
     called: set[type] = field(default_factory=set)
     # The failure was raised in atenlint's own code, or where a composite's expansion met an
-    # op without a meta kernel: a plain run (`runs_on_fake`) might not meet it.
+    # op without a meta kernel: a plain run (`forward_runs`) might not meet it.
     failed_in_recorder: bool = False
 
 
@@ -355,20 +355,26 @@ def _record_phase(
     run (an op whose output shape depends on values, `nonzero` or a boolean mask; a CPU
     tensor made in forward mixed with the weights; an op with only a fake kernel) raises,
     and that forward is recorded again, whole, on fake tensors: the phase is then exactly
-    what a fake-tensor trace alone records."""
-    run = _recorded_run(instance, arguments, keywords, training, fake=False)
-    if run.failure is None:
+    what a fake-tensor trace alone records. Any other failure (a shape that does not fit,
+    the user's own check) is the forward's: fake tensors run the same meta kernels and the
+    same Python and would fail the same way, so it is kept as it is."""
+    run, meta_may_have_failed_it = _recorded_run(instance, arguments, keywords, training, fake=False)
+    if run.failure is None or not meta_may_have_failed_it:
         return run
-    return _recorded_run(instance, arguments, keywords, training, fake=True)
+    return _recorded_run(instance, arguments, keywords, training, fake=True)[0]
 
 
 def _recorded_run(
     instance: torch.nn.Module, arguments: tuple[Any, ...], keywords: dict[str, Any], training: bool, fake: bool
-) -> PhaseRun:
+) -> tuple[PhaseRun, bool]:
+    """The phase's run, and whether its failure may be the meta device's or the recorder's
+    rather than the forward's (`meta_cannot_run`, `_raised_by_recorder`)."""
+    from .building import meta_cannot_run
+
     instance.train(training)
     recorder = _TraceRecorder(_run.__code__, training)
     failure: TraceFailure | None = None
-    ours = False
+    ours = device = False
     with _calls_reaching(instance) as called:
         try:
             with warnings.catch_warnings():
@@ -377,7 +383,8 @@ def _recorded_run(
         except Exception as error:  # noqa: BLE001 - the user's forward failed on these inputs
             failure = TraceFailure(f"{type(error).__name__}: {_first_line(error)}", _user_site_of(error))
             ours = _raised_by_recorder(error)
-    return PhaseRun(training, recorder.found, recorder.guessed, failure, called, ours)
+            device = meta_cannot_run(error)
+    return PhaseRun(training, recorder.found, recorder.guessed, failure, called, ours), ours or device
 
 
 def _raised_by_recorder(error: BaseException) -> bool:
@@ -426,9 +433,9 @@ def submodule_pre_hooks(instance: torch.nn.Module, hook: Any, with_kwargs: bool 
 
 
 def recorded_check(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> PhaseRun | None:
-    """`runs_on_fake`'s check done as the dispatch trace's eval phase, so that inferred
+    """`forward_runs`'s check done as the dispatch trace's eval phase, so that inferred
     inputs cost one forward for both: the recorded eval run when the inputs are kept, None
-    when they are not. The verdict is `runs_on_fake`'s: a recorded run that fails where the
+    when they are not. The verdict is `forward_runs`'s: a recorded run that fails where the
     recorder itself may have (`failed_in_recorder`) is checked again the plain way, and when
     that one runs, the inputs are kept with the recorded failure, as `trace_ops` would have
     met it. Leaves the train/eval state of every module as it was."""
@@ -441,15 +448,19 @@ def recorded_check(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> PhaseR
         fake_log.disabled = was_disabled
         for module, training in states:
             module.training = training
-    if run.failure is None or (run.failed_in_recorder and runs_on_fake(instance, inputs)):
+    if run.failure is None or (run.failed_in_recorder and forward_runs(instance, inputs)):
         return run
     return None
 
 
-def runs_on_fake(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
-    """Whether `instance(*inputs)` runs in eval mode on fake tensors (what inferred inputs
-    must do to be kept: the cheapest run there is, recording nothing). The instance's
+def forward_runs(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
+    """Whether `instance(*inputs)` runs in eval mode (what inferred inputs must do to be
+    kept: the cheapest run there is, recording nothing): on meta tensors, and on fake
+    tensors where meta tensors themselves failed (`building.meta_cannot_run`: a boolean
+    mask, a CPU tensor made in forward), as `_record_phase` runs it. The instance's
     train/eval state is left as it was: the scripted graph, if these inputs fail, reads it."""
+    from .building import meta_cannot_run
+
     states = [(m, m.training) for m in instance.modules()]
     instance.eval()
     # Fake tensors log every meta kernel that raises, with its stack: a guess that does not
@@ -457,17 +468,27 @@ def runs_on_fake(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
     fake_log = torchcompat.fake_tensor_logger()
     was_disabled, fake_log.disabled = fake_log.disabled, True
     try:
-        guesser = _ScalarGuesser()  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
-        with warnings.catch_warnings(), torch.device("meta"), _fake_mode(), guesser, torch.no_grad():
-            warnings.simplefilter("ignore")
-            instance(*inputs)
-    except Exception:  # noqa: BLE001 - the guess does not fit this forward
+        for fake in (False, True):
+            try:
+                with contextlib.ExitStack() as stack:
+                    stack.enter_context(warnings.catch_warnings())
+                    warnings.simplefilter("ignore")
+                    stack.enter_context(torch.device("meta"))
+                    if fake:
+                        stack.enter_context(_fake_mode())
+                    stack.enter_context(_ScalarGuesser())  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
+                    stack.enter_context(torch.no_grad())
+                    instance(*inputs)
+            except Exception as error:  # noqa: BLE001 - the guess does not fit this forward
+                if fake or not meta_cannot_run(error):
+                    return False
+                continue
+            return True
         return False
     finally:
         fake_log.disabled = was_disabled
         for module, training in states:
             module.training = training
-    return True
 
 
 def _run(instance: Any, arguments: Any, recorder: Any, keywords: Any = None, fake: bool = True) -> None:

@@ -156,6 +156,7 @@ def _preload_front_ends() -> None:
         return
     _Options.front_ends_loaded = True
     _Options.front_ends_wanted = False
+    _Options.meta_front_ends_loaded = True  # the symbolic shapes are among them
     from atenlint import torchcompat
 
     _import_front_ends(torchcompat.LAZY_FRONT_ENDS)
