@@ -18,14 +18,15 @@ import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
 from .. import torchcompat
 from ..torchcompat import TorchDispatchMode
+from .building import meta_cannot_run
 from .decompose import canonical_name, dispatch_expanding
 from .device_composites import kept_composite
 from .paths import TORCH_PLUMBING as _PLUMBING
@@ -358,10 +359,17 @@ def _record_phase(
     what a fake-tensor trace alone records. Any other failure (a shape that does not fit,
     the user's own check) is the forward's: fake tensors run the same meta kernels and the
     same Python and would fail the same way, so it is kept as it is."""
-    run, meta_may_have_failed_it = _recorded_run(instance, arguments, keywords, training, fake=False)
-    if run.failure is None or not meta_may_have_failed_it:
-        return run
-    return _recorded_run(instance, arguments, keywords, training, fake=True)[0]
+    return _on_meta_then_fake(lambda fake: _recorded_run(instance, arguments, keywords, training, fake))
+
+
+_Outcome = TypeVar("_Outcome")
+
+
+def _on_meta_then_fake(attempt: Callable[[bool], tuple[_Outcome, bool]]) -> _Outcome:
+    """`attempt(fake=False)`'s outcome, or `attempt(fake=True)`'s where the first says the
+    meta device (or the recorder), not the forward, may have failed it."""
+    outcome, meta_may_have_failed_it = attempt(False)
+    return attempt(True)[0] if meta_may_have_failed_it else outcome
 
 
 def _recorded_run(
@@ -369,8 +377,6 @@ def _recorded_run(
 ) -> tuple[PhaseRun, bool]:
     """The phase's run, and whether its failure may be the meta device's or the recorder's
     rather than the forward's (`meta_cannot_run`, `_raised_by_recorder`)."""
-    from .building import meta_cannot_run
-
     instance.train(training)
     recorder = _TraceRecorder(_run.__code__, training)
     failure: TraceFailure | None = None
@@ -459,7 +465,15 @@ def forward_runs(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
     tensors where meta tensors themselves failed (`building.meta_cannot_run`: a boolean
     mask, a CPU tensor made in forward), as `_record_phase` runs it. The instance's
     train/eval state is left as it was: the scripted graph, if these inputs fail, reads it."""
-    from .building import meta_cannot_run
+
+    def attempt(fake: bool) -> tuple[bool, bool]:
+        try:
+            with warnings.catch_warnings(), _forward_modes(fake, _ScalarGuesser()):  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
+                warnings.simplefilter("ignore")
+                instance(*inputs)
+        except Exception as error:  # noqa: BLE001 - the guess does not fit this forward
+            return False, meta_cannot_run(error)
+        return True, False
 
     states = [(m, m.training) for m in instance.modules()]
     instance.eval()
@@ -468,23 +482,7 @@ def forward_runs(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
     fake_log = torchcompat.fake_tensor_logger()
     was_disabled, fake_log.disabled = fake_log.disabled, True
     try:
-        for fake in (False, True):
-            try:
-                with contextlib.ExitStack() as stack:
-                    stack.enter_context(warnings.catch_warnings())
-                    warnings.simplefilter("ignore")
-                    stack.enter_context(torch.device("meta"))
-                    if fake:
-                        stack.enter_context(_fake_mode())
-                    stack.enter_context(_ScalarGuesser())  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
-                    stack.enter_context(torch.no_grad())
-                    instance(*inputs)
-            except Exception as error:  # noqa: BLE001 - the guess does not fit this forward
-                if fake or not meta_cannot_run(error):
-                    return False
-                continue
-            return True
-        return False
+        return _on_meta_then_fake(attempt)
     finally:
         fake_log.disabled = was_disabled
         for module, training in states:
@@ -492,17 +490,26 @@ def forward_runs(instance: torch.nn.Module, inputs: tuple[Any, ...]) -> bool:
 
 
 def _run(instance: Any, arguments: Any, recorder: Any, keywords: Any = None, fake: bool = True) -> None:
-    # Weights and inputs live on meta; so must tensors forward makes without a device
-    # (`torch.arange(n)`), or every mix with them fails. Meta is also what keeps CPU/CUDA-
-    # only fast paths (MultiheadAttention's) off, as on the targets' devices.
+    with _forward_modes(fake, recorder, _ConstantWatcher(recorder)):
+        instance(*arguments, **(keywords or {}))
+
+
+@contextlib.contextmanager
+def _forward_modes(fake: bool, dispatch_mode: Any, function_mode: Any = None) -> Iterator[None]:
+    """What a forward runs under here: `dispatch_mode` sees each op first, above fake
+    tensors when `fake`; `function_mode`, if any, sees torch's Python-level calls; no
+    autograd. Weights and inputs live on meta; so must tensors forward makes without a
+    device (`torch.arange(n)`), or every mix with them fails. Meta is also what keeps
+    CPU/CUDA-only fast paths (MultiheadAttention's) off, as on the targets' devices."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch.device("meta"))
-        stack.enter_context(_ConstantWatcher(recorder))
+        if function_mode is not None:
+            stack.enter_context(function_mode)
         if fake:
             stack.enter_context(_fake_mode())
-        stack.enter_context(recorder)
+        stack.enter_context(dispatch_mode)
         stack.enter_context(torch.no_grad())
-        instance(*arguments, **(keywords or {}))
+        yield
 
 
 def _first_line(error: BaseException) -> str:

@@ -173,9 +173,7 @@ def _preload_meta_front_ends() -> None:
     if _Options.meta_front_ends_loaded:
         return
     _Options.meta_front_ends_loaded = True
-    from atenlint import torchcompat
-
-    _import_front_ends((torchcompat.SYMBOLIC_SHAPES_FRONT_END,))
+    _preload_symbolic_shapes()
     _warm_meta_kernels()
 
 
@@ -255,8 +253,9 @@ def _replied_status(loaded: Sequence[str]) -> bytes:
 
 
 def _preload_symbolic_shapes() -> None:
-    """Import torch's symbolic shapes (and sympy) once, before the next child, after one
-    child needed them (`_REPLIED_LOADING_SYMBOLIC_SHAPES`)."""
+    """Import torch's symbolic shapes (and sympy) before the next child: for torch's meta
+    kernels (`_preload_meta_front_ends`), or after one child needed them
+    (`_REPLIED_LOADING_SYMBOLIC_SHAPES`)."""
     _Options.symbolic_shapes_wanted = False
     from atenlint import torchcompat
 
@@ -314,16 +313,13 @@ def _warm_for(
     request has come (graphs.GivingWay is raised): those views stay to warm, later."""
     # A request that names no view gets the dispatcher's (file_capture's default).
     views_asked = views or (FAST_VIEW,)
+    meta_kernels = _needs_meta_kernels(views_asked, paths)
     # An idle warm-up (the editor's) loads them all even for the dispatcher view: a forward
     # that meta tensors cannot run is recorded again on fake tensors, which would otherwise
     # import Dynamo in that file's child, on the way to its squiggles.
-    if (
-        _Options.front_ends_wanted
-        or _needs_front_ends(views_asked)
-        or (idle and _needs_meta_kernels(views_asked, paths))
-    ):
+    if _Options.front_ends_wanted or _needs_front_ends(views_asked) or (idle and meta_kernels):
         _preload_front_ends()
-    elif _needs_meta_kernels(views_asked, paths):
+    elif meta_kernels:
         _preload_meta_front_ends()
     elif _Options.symbolic_shapes_wanted:
         _preload_symbolic_shapes()
