@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -353,9 +355,6 @@ def test_dynamo_is_imported_only_by_what_uses_it_and_then_is_torchs_own():
     """The worker defers torch._dynamo's import (`defer_dynamo_import`): a dispatch mode and
     torch's Python references run on meta tensors without it; once anything imports it,
     torch's wrappers disable Dynamo as they always did and torch.compile works."""
-    import subprocess
-    import sys
-
     done = subprocess.run(
         [sys.executable, "-c", _DEFERRED_DYNAMO], check=False, capture_output=True, text=True, timeout=300
     )
@@ -363,9 +362,6 @@ def test_dynamo_is_imported_only_by_what_uses_it_and_then_is_torchs_own():
 
 
 def test_dynamo_already_imported_is_left_as_it_is():
-    import subprocess
-    import sys
-
     script = "import torch, torch._dynamo\nfrom atenlint import torchcompat\nprint(torchcompat.defer_dynamo_import())"
     done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "0", done.stderr[-3000:]

@@ -13,10 +13,14 @@ def load(tmp_path, source, name="traced_case"):
     return load_module(tmp_path, source, name)
 
 
-def trace(module, inputs, cls="Net"):
+def built(module, cls="Net"):
+    """The class built as the worker builds it for a trace: on meta."""
     with torch.device("meta"):
-        instance = getattr(module, cls)()
-    return trace_ops(instance, build_inputs(inputs, module))[0]
+        return getattr(module, cls)()
+
+
+def trace(module, inputs, cls="Net"):
+    return trace_ops(built(module, cls), build_inputs(inputs, module))[0]
 
 
 def user_site(op):
@@ -215,8 +219,7 @@ def test_a_factory_the_users_code_replaced_is_called_as_replaced(tmp_path, monke
 def _phase(module, inputs, fake, training=False):
     from atenlint.capture.trace import _recorded_run
 
-    with torch.device("meta"):
-        instance = module.Net()
+    instance = built(module)
     run, _ = _recorded_run(instance, (build_inputs(inputs, module),), {}, training, fake=fake)
     return run, [
         (op.op, op.sites, op.dtypes_in, op.dtypes_out, op.max_dim, op.float64_origin, op.dispatch) for op in run.found
@@ -278,8 +281,7 @@ def test_a_forward_meta_tensors_cannot_run_is_recorded_whole_on_fake_tensors(tmp
     assert meta_run.failure is not None  # why the fallback exists
     from atenlint.capture.trace import _record_phase
 
-    with torch.device("meta"):
-        instance = module.Net()
+    instance = built(module)
     run = _record_phase(instance, (build_inputs("torch.randn(4, 5)", module),), {}, False)
     _, on_fake = _phase(module, "torch.randn(4, 5)", fake=True)
     assert run.failure is None
@@ -312,7 +314,6 @@ def test_a_forward_that_fails_on_its_own_is_not_run_again_on_fake_tensors(tmp_pa
         raise AssertionError("fake tensors made for a failure of the forward's own")
 
     monkeypatch.setattr(trace_module, "_fake_mode", no_fake_tensors)
-    with torch.device("meta"):
-        instance = module.Net()
+    instance = built(module)
     run = trace_module._record_phase(instance, (build_inputs("torch.randn(2, 5)", module),), {}, False)
     assert run.failure is not None and "reduction dim" in run.failure.message
